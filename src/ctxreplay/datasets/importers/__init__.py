@@ -1,0 +1,48 @@
+"""Importers: one module per trace format, registered by name, detected from file contents."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from pathlib import Path
+
+from .base import SNIFF_BYTES, Importer, Record, importers
+
+#: built-in formats, in the order detection prefers them when two are equally sure
+BUILTIN = (
+    "tau2_bench",
+    "tau_bench",
+    "swe_agent",
+    "openhands",
+    "otel_genai",
+    "anthropic_messages",
+    "openai_chat",
+)
+
+for _module in BUILTIN:
+    try:
+        import_module(f"{__name__}.{_module}")
+    except ModuleNotFoundError as e:  # a format still being written must not break the others
+        if e.name != f"{__name__}.{_module}":
+            raise
+
+
+def detect(path: Path) -> str | None:
+    """The registered format most confident about ``path``, or None."""
+    with path.open("rb") as f:
+        head = f.read(SNIFF_BYTES)
+    best: tuple[float, str] | None = None
+    for name, cls in importers.items():
+        importer = cls()
+        if path.suffix and importer.suffixes and path.suffix not in importer.suffixes:
+            continue
+        score = importer.sniff(path, head)
+        if score > 0.3 and (best is None or score > best[0]):
+            best = (score, name)
+    return best[1] if best else None
+
+
+def get_importer(name: str) -> Importer:
+    return importers.get(name)()
+
+
+__all__ = ["Importer", "Record", "detect", "get_importer", "importers"]

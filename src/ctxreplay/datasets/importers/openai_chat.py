@@ -1,0 +1,170 @@
+"""OpenAI Chat Completions message lists (JSON or JSONL).
+
+Accepted shapes: a JSON list of messages (one session); a JSON list of sessions; ``{"messages":
+[...]}``; JSONL with one session per line (a list, or an object with ``messages`` and optionally
+``session_id``/``id``/``metadata``). ``tool_calls[].function.arguments`` is a JSON string and is
+kept as written; legacy ``function_call``/``role: function`` messages become tool calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..messages import Message, Part, Session
+from ..openai_format import EXT, usage_from
+from ..rejects import RecordError, Reject
+from .base import (
+    SNIFF_BYTES,
+    Importer,
+    Record,
+    content_parts,
+    expect,
+    importers,
+    require,
+    sniff_json_keys,
+    whole_document,
+)
+
+_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+def messages_from_openai(items: Any, json_path: str) -> list[Message]:
+    """Canonical messages from an OpenAI-chat message list (shared by several importers)."""
+    expect(items, list, json_path, "messages")
+    out: list[Message] = []
+    legacy_call: str | None = None
+    for i, raw in enumerate(items):
+        where = f"{json_path}[{i}]"
+        expect(raw, dict, where, "message")
+        role = expect(require(raw, "role", where), str, f"{where}.role", "role")
+        if role not in _ROLES:
+            raise RecordError(
+                "unknown_role", f"role {role!r} is not an OpenAI chat role", f"{where}.role"
+            )
+        ext = raw.get(EXT) if isinstance(raw.get(EXT), dict) else {}
+        parts = content_parts(raw.get("content"), f"{where}.content")
+        if isinstance(raw.get("refusal"), str) and raw["refusal"]:
+            parts.append(Part.text(raw["refusal"]))
+        reasoning = raw.get("reasoning_content") or raw.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            parts.insert(0, Part("reasoning", content=reasoning))
+        if role in ("tool", "function"):
+            call_id = raw.get("tool_call_id") if role == "tool" else legacy_call
+            if role == "tool":
+                expect(
+                    require(raw, "tool_call_id", where),
+                    str,
+                    f"{where}.tool_call_id",
+                    "tool_call_id",
+                )
+            text = "\n".join(p.content or "" for p in parts if p.type == "text")
+            media = [p for p in parts if p.type not in ("text", "reasoning")]
+            name = raw.get("name") if isinstance(raw.get("name"), str) else None
+            parts = [Part.response(call_id, text, name), *media]
+            role = ext.get("role", "tool")
+        calls = raw.get("tool_calls")
+        if calls is not None:
+            expect(calls, list, f"{where}.tool_calls", "tool_calls")
+            for j, call in enumerate(calls):
+                cw = f"{where}.tool_calls[{j}]"
+                expect(call, dict, cw, "tool call")
+                fn = expect(require(call, "function", cw), dict, f"{cw}.function", "function")
+                name = expect(
+                    require(fn, "name", f"{cw}.function"), str, f"{cw}.function.name", "name"
+                )
+                args = fn.get("arguments", "{}")
+                if not isinstance(args, str):  # some writers store the object itself
+                    args = Part.call("", name, args).arguments
+                call_id = expect(require(call, "id", cw), str, f"{cw}.id", "tool call id")
+                parts.append(Part.call(call_id, name, args))
+        fc = raw.get("function_call")
+        if isinstance(fc, dict) and role == "assistant":
+            legacy_call = f"function_call_{i}"
+            parts.append(Part.call(legacy_call, str(fc.get("name", "")), fc.get("arguments", "{}")))
+        out.append(
+            Message(
+                role=role if role != "function" else "tool",
+                parts=tuple(parts),
+                name=raw.get("name")
+                if isinstance(raw.get("name"), str) and role != "tool"
+                else None,
+                is_error=bool(ext.get("is_error", False)),
+                visible=bool(ext.get("visible", True)),
+                usage=usage_from(ext.get("usage") or raw.get("usage")),
+                timestamp=ext.get("timestamp") or _str_or_none(raw.get("timestamp")),
+                source_path=where,
+            )
+        )
+    return out
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _is_message_array(path: Path) -> bool:
+    with path.open("rb") as f:
+        head = f.read(SNIFF_BYTES).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    if not head.startswith("["):
+        return False
+    first = head[1:].lstrip()
+    return (
+        first.startswith("{") and re.match(r'\{\s*"(role|content|tool_calls)"', first) is not None
+    )
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+@importers.register("openai-chat")
+class OpenAIChatImporter(Importer):
+    """OpenAI Chat Completions messages; the lingua franca of agent logs and of our export."""
+
+    suffixes = (".json", ".jsonl")
+
+    def sniff(self, path: Path, head: bytes) -> float:
+        text = sniff_json_keys(head)
+        if '"role"' in text and ('"content"' in text or '"tool_calls"' in text):
+            return 0.5
+        return 0.0
+
+    def read(self, path: Path) -> Iterator[Session | Reject]:
+        self._digest = file_digest(path)
+        if _is_message_array(path):  # a top-level array of messages is one session
+            whole = whole_document(path, self.name)
+            if isinstance(whole, Reject):
+                yield whole
+            else:
+                yield from self.guarded(path, whole, lambda: self.sessions_from_record(path, whole))
+            return
+        yield from super().read(path)
+
+    def sessions_from_record(self, path: Path, record: Record) -> Iterator[Session]:
+        value = record.value
+        if isinstance(value, list):
+            yield self._session(path, record, value, "$", {}, None)
+            return
+        expect(value, dict, "$", "record")
+        items = require(value, "messages", "$")
+        sid = value.get("source_session_id") or value.get("session_id") or value.get("id")
+        meta = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
+        yield self._session(path, record, items, "$.messages", meta, sid)
+
+    def _session(
+        self, path: Path, record: Record, items: Any, where: str, meta: dict[str, Any], sid: Any
+    ) -> Session:
+        source_id = str(sid) if sid is not None else f"{path.stem}:{record.index}"
+        return Session(
+            source_format=self.name,
+            source_session_id=source_id,
+            messages=messages_from_openai(items, where),
+            key=f"{self._digest}:{record.index}:{source_id}",
+            source_location=str(path),
+            source_record=record.index,
+            metadata=meta,
+        )

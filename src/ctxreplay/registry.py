@@ -1,0 +1,178 @@
+"""One registry type for importers, policies and judges.
+
+Plugins register by name with a decorator; third-party packages add theirs through the
+entry-point groups ``ctxreplay.importers``, ``ctxreplay.policies`` and ``ctxreplay.judges``
+(loaded lazily, on the first lookup). Parameters are frozen dataclasses, so a run manifest can
+store ``name + params`` and rebuild the plugin from them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class UnknownPluginError(KeyError):
+    """Raised for a name nobody registered; the message lists the names that exist."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want a readable sentence
+        return str(self.args[0])
+
+
+class Registry(Generic[T]):
+    """Name → plugin, filled by ``@registry.register(name)`` and by entry points."""
+
+    def __init__(self, kind: str, group: str) -> None:
+        self.kind = kind
+        self.group = group
+        self._items: dict[str, T] = {}
+        self._entry_points_loaded = False
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def decorate(obj: T) -> T:
+            if name in self._items and self._items[name] is not obj:
+                raise ValueError(f"{self.kind} {name!r} is already registered")
+            self._items[name] = obj
+            try:
+                obj.name = name  # type: ignore[attr-defined]
+            except (AttributeError, TypeError):
+                pass
+            return obj
+
+        return decorate
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded:
+            return
+        self._entry_points_loaded = True
+        for ep in entry_points(group=self.group):
+            if ep.name not in self._items:
+                obj = ep.load()
+                self.register(ep.name)(obj)
+
+    def get(self, name: str) -> T:
+        if name not in self._items:
+            self._load_entry_points()
+        try:
+            return self._items[name]
+        except KeyError:
+            known = ", ".join(sorted(self._items)) or "none"
+            raise UnknownPluginError(f"unknown {self.kind} {name!r}; available: {known}") from None
+
+    def names(self) -> list[str]:
+        self._load_entry_points()
+        return sorted(self._items)
+
+    def items(self) -> Iterator[tuple[str, T]]:
+        for name in self.names():
+            yield name, self._items[name]
+
+    def __contains__(self, name: object) -> bool:
+        self._load_entry_points()
+        return name in self._items
+
+
+# --- typed parameters -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoParams:
+    """Parameters of a plugin that takes none."""
+
+
+def _coerce(raw: str, tp: Any, field_name: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        non_none = [a for a in args if a is not type(None)]
+        if raw.lower() in ("none", "null", ""):
+            return None
+        return _coerce(raw, non_none[0], field_name)
+    if origin is typing.Literal:
+        if raw not in args:
+            raise ValueError(
+                f"{field_name} must be one of {', '.join(map(str, args))}; got {raw!r}"
+            )
+        return raw
+    if origin in (tuple, list):
+        inner = args[0] if args else str
+        items = [s for s in raw.replace(";", "|").split("|") if s != ""]
+        return tuple(_coerce(s, inner, field_name) for s in items)
+    if tp is bool:
+        low = raw.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"{field_name} must be true or false; got {raw!r}")
+    if tp is int:
+        return int(raw.replace("_", ""))
+    if tp is float:
+        return float(raw.replace("_", ""))
+    return raw
+
+
+def parse_params(params_type: type[Any], values: dict[str, str]) -> Any:
+    """Build a params dataclass from ``key=value`` strings, coercing by the declared types."""
+    hints = typing.get_type_hints(params_type)
+    fields = {f.name: f for f in dataclasses.fields(params_type)}
+    kwargs: dict[str, Any] = {}
+    for key, raw in values.items():
+        name = key.replace("-", "_")
+        if name not in fields:
+            known = ", ".join(fields) or "none"
+            raise ValueError(f"unknown parameter {key!r}; parameters: {known}")
+        kwargs[name] = _coerce(raw, hints[name], name)
+    return params_type(**kwargs)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split ``name:key=value,key=value`` into the name and its raw parameters."""
+    name, _, rest = spec.partition(":")
+    values: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"parameter {item!r} in {spec!r} is not key=value")
+        values[key.strip()] = value.strip()
+    return name.strip(), values
+
+
+def params_to_dict(params: Any) -> dict[str, Any]:
+    return {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+
+
+def params_label(name: str, params: Any) -> str:
+    """Canonical label: the name plus every parameter that differs from its default."""
+    changed = []
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else f.default_factory()  # type: ignore[misc]
+            if f.default_factory is not dataclasses.MISSING
+            else dataclasses.MISSING
+        )
+        if value != default:
+            shown = "|".join(map(str, value)) if isinstance(value, tuple) else value
+            changed.append(f"{f.name}={shown}")
+    return f"{name}:{','.join(changed)}" if changed else name
+
+
+def describe_params(params_type: type[Any]) -> list[tuple[str, str, Any]]:
+    """(name, type, default) of each parameter, for ``ctxreplay policies`` and friends."""
+    hints = typing.get_type_hints(params_type)
+    rows = []
+    for f in dataclasses.fields(params_type):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        tp = hints[f.name]
+        rows.append((f.name, getattr(tp, "__name__", str(tp)).replace("typing.", ""), default))
+    return rows
