@@ -161,7 +161,7 @@ def _checked(record: Record, fmt: str, path: Path) -> Record | Reject:
 
 
 def iter_jsonl(path: Path, fmt: str) -> Iterator[Record | Reject]:
-    data, text = read_text(path)
+    _data, text = read_text(path)
     lines = text.split("\n")
     ends_cleanly = text.endswith("\n")
     index = 0
