@@ -113,5 +113,220 @@ def sql_cmd(folder: Path, query: str, fmt: str, max_rows: int) -> None:
             click.echo(frame)
 
 
+@main.command("info")
+@click.argument("corpus", type=click.Path(exists=True, path_type=Path))
+def info_cmd(corpus: Path) -> None:
+    """Sessions, messages and tokens by role, tool-output share, largest outputs, rejects."""
+    from .datasets.info import render_info
+
+    click.echo(render_info(_open_corpus(corpus)))
+
+
+@main.command("export")
+@click.argument("corpus", type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path))
+@click.option("--session", "sessions", multiple=True, help="Only these session ids.")
+def export_cmd(corpus: Path, out: Path, sessions: tuple[str, ...]) -> None:
+    """Export a corpus to OpenAI chat JSONL (one session per line)."""
+    from .datasets.export import export_corpus
+
+    n = export_corpus(corpus, out, list(sessions) or None)
+    click.echo(f"exported {n} sessions → {out}")
+
+
+@main.command("synth")
+@click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path))
+@click.option("--sessions", type=int, default=200, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--overwrite", is_flag=True)
+@click.option("--quiet", is_flag=True)
+def synth_cmd(out: Path, sessions: int, seed: int, overwrite: bool, quiet: bool) -> None:
+    """Write a synthetic corpus with planted dependencies and ground truth."""
+    from .datasets.store import CorpusError
+    from .datasets.synth import generate
+
+    try:
+        summary = generate(
+            out, sessions=sessions, seed=seed, overwrite=overwrite, progress=not quiet
+        )
+    except CorpusError as e:
+        _fail(str(e), 2)
+    click.echo(summary.render())
+
+
+@main.command("cases")
+@click.argument("corpus", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Cases file (.parquet).",
+)
+@click.option(
+    "--trigger", "triggers", multiple=True, help="tokens:N · fraction:F · user-turns · every:K"
+)
+@click.option("--window", type=int, default=None, help="Context window for fraction triggers.")
+@click.option(
+    "--cuts", type=click.Path(exists=True, path_type=Path), help="CSV of explicit cuts: session,cut"
+)
+@click.option("--horizon", default="all", show_default=True, help="all or turns:K")
+@click.option("--suite", default=None, help="hard (top 10% sessions by tool pressure) or hard:N")
+@click.option("--sample", type=int, default=None, help="Keep N cases at random.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def cases_cmd(
+    corpus: Path,
+    out: Path,
+    triggers: tuple[str, ...],
+    window: int | None,
+    cuts: Path | None,
+    horizon: str,
+    suite: str | None,
+    sample: int | None,
+    seed: int,
+) -> None:
+    """Cut each session into cases (prefix + real future) at trigger points."""
+    from .datasets.cases import (
+        CaseError,
+        build_cases,
+        parse_horizon,
+        parse_trigger,
+        read_cuts,
+        write_cases,
+    )
+
+    c = _open_corpus(corpus)
+    try:
+        parsed = [parse_trigger(t, window) for t in triggers]
+        frame = build_cases(
+            c,
+            parsed,
+            horizon=parse_horizon(horizon),
+            cuts=read_cuts(cuts) if cuts else None,
+            suite=suite,
+            sample=sample,
+            seed=seed,
+        )
+    except CaseError as e:
+        _fail(str(e), 2)
+    meta = {
+        "corpus": str(corpus.resolve()),
+        "corpus_fingerprint": c.fingerprint(),
+        "triggers": list(triggers),
+        "window": window,
+        "cuts": str(cuts) if cuts else None,
+        "horizon": horizon,
+        "suite": suite,
+        "sample": sample,
+        "seed": seed,
+    }
+    path = write_cases(frame, out, meta)
+    sessions = frame["session_id"].n_unique() if frame.height else 0
+    click.echo(f"{frame.height} cases from {sessions} sessions → {path}")
+    if frame.height:
+        kinds = frame["trigger"].str.split("+").explode().str.replace(r":\d+$", "").value_counts()
+        click.echo(
+            "  by trigger: " + ", ".join(f"{t} {n}" for t, n in kinds.sort("trigger").iter_rows())
+        )
+        click.echo(
+            f"  prefix tokens: median {int(frame['prefix_tokens'].median() or 0):,}, "
+            f"max {int(frame['prefix_tokens'].max() or 0):,}; "
+            f"tool share: mean {float(frame['tool_share'].mean() or 0):.2f}"
+        )
+
+
+@main.command("policies")
+def policies_cmd() -> None:
+    """List the registered policies with their parameters and defaults."""
+    from .policies.base import all_policies, policies
+    from .registry import describe_params
+
+    for name in all_policies():
+        cls = policies.get(name)
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        click.echo(f"{name}: {doc}")
+        for pname, ptype, default in describe_params(cls.Params):
+            click.echo(f"    {pname} ({ptype}) = {default!r}")
+
+
+@main.command("replay")
+@click.argument("corpus", type=click.Path(exists=True, path_type=Path))
+@click.option("--cases", "cases", required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--policy",
+    "policy_specs",
+    multiple=True,
+    required=True,
+    help="name[:key=value,...]; repeatable",
+)
+@click.option(
+    "-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="Run folder."
+)
+@click.option("--workers", type=int, default=2, show_default=True)
+@click.option(
+    "--tariff", default=None, help="Tariff name from the tariffs file (default: its default)."
+)
+@click.option(
+    "--tariffs", "tariffs_path", type=click.Path(exists=True), default=None, help="Tariffs TOML."
+)
+@click.option("--quiet", is_flag=True)
+def replay_cmd(
+    corpus: Path,
+    cases: Path,
+    policy_specs: tuple[str, ...],
+    out: Path,
+    workers: int,
+    tariff: str | None,
+    tariffs_path: str | None,
+    quiet: bool,
+) -> None:
+    """Replay every case through every policy into a run folder (re-runs skip finished work)."""
+    from .datasets.cases import CaseError
+    from .registry import UnknownPluginError
+    from .replay.cost import TariffError
+    from .replay.engine import RunError, run_replay
+
+    try:
+        summary = run_replay(
+            corpus,
+            cases,
+            policy_specs,
+            out,
+            workers=workers,
+            tariff=tariff,
+            tariffs_path=tariffs_path,
+            progress=not quiet,
+        )
+    except (RunError, CaseError, TariffError, UnknownPluginError, ValueError) as e:
+        _fail(str(e), 2)
+    click.echo(summary.render())
+
+
+@main.command("show")
+@click.argument("run", type=click.Path(exists=True, path_type=Path))
+@click.argument("case")
+@click.option("--policy", required=True, help="Policy label or name in the run.")
+@click.option("--width", type=int, default=160, show_default=True)
+def show_cmd(run: Path, case: str, policy: str, width: int) -> None:
+    """Show a case's prefix and its view side by side, object by object."""
+    from .replay.engine import Run, RunError
+    from .replay.show import render_show
+
+    try:
+        click.echo(render_show(Run(run), case, policy, width))
+    except RunError as e:
+        _fail(str(e), 2)
+
+
+def _open_corpus(path: Path):
+    from .datasets.store import Corpus, CorpusError
+
+    try:
+        return Corpus(path)
+    except CorpusError as e:
+        _fail(str(e), 2)
+
+
 if __name__ == "__main__":
     main()

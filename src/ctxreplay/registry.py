@@ -8,6 +8,7 @@ store ``name + params`` and rebuild the plugin from them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import types
 import typing
@@ -40,10 +41,8 @@ class Registry(Generic[T]):
             if name in self._items and self._items[name] is not obj:
                 raise ValueError(f"{self.kind} {name!r} is already registered")
             self._items[name] = obj
-            try:
+            with contextlib.suppress(AttributeError, TypeError):
                 obj.name = name  # type: ignore[attr-defined]
-            except (AttributeError, TypeError):
-                pass
             return obj
 
         return decorate

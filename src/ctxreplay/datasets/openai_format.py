@@ -9,6 +9,7 @@ importer reads back, so import → export → import keeps the tables.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from .messages import MEDIA_PART_TYPES, Message, Part, Usage
@@ -40,7 +41,10 @@ def media_to_openai(p: Part) -> dict[str, Any]:
             return {"type": "file", "file": {"file_id": p.id}}
         return {"type": "image_url", "image_url": {"url": url}}
     if p.type == "file":
-        return {"type": "file", "file": {"file_id": p.id, "filename": p.uri}}
+        return {"type": "file", "file": {"file_id": p.id, **({"filename": p.uri} if p.uri else {})}}
+    mime = p.mime_type or ""
+    if p.type == "blob" and mime.startswith("audio/"):
+        return {"type": "input_audio", "input_audio": {"data": p.content or "", "format": mime[6:]}}
     return {"type": "file", "file": {"file_data": url}}
 
 
@@ -64,52 +68,105 @@ def _ext(m: Message, role: str | None = None) -> dict[str, Any]:
         }
     if m.timestamp:
         ext["timestamp"] = m.timestamp
+    if m.flags:
+        ext["flags"] = list(m.flags)
     return ext
 
 
-def to_openai(messages: Iterable[Message], *, extensions: bool = False) -> list[dict[str, Any]]:
-    """Provider-shaped messages; with ``extensions`` each carries what OpenAI cannot say."""
+def _pieces(m: Message) -> list[dict[str, Any]]:
+    """The OpenAI messages one canonical message becomes: its tool results, then the rest."""
     out: list[dict[str, Any]] = []
+    responses = [p for p in m.parts if p.type == "tool_call_response"]
+    calls = [p for p in m.parts if p.type == "tool_call"]
+    others = [p for p in m.parts if p.type in ("text", *MEDIA_PART_TYPES)]
+    reasoning = [p.content or "" for p in m.parts if p.type == "reasoning"]
+    for r in responses:
+        out.append({"role": "tool", "tool_call_id": r.id, "content": r.content or ""})
+    if responses and not (others or calls or reasoning):
+        return out
+    role = "user" if m.role == "tool" else m.role  # a tool message's extra parts: user content
+    msg: dict[str, Any] = {"role": role}
+    content = _content(others)
+    msg["content"] = content if content is not None or role == "assistant" else ""
+    if m.name:
+        msg["name"] = m.name
+    if calls:
+        msg["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name or "", "arguments": c.arguments or "{}"},
+            }
+            for c in calls
+        ]
+    if reasoning:
+        msg["reasoning_content"] = "\n".join(reasoning)
+    out.append(msg)
+    return out
+
+
+def _annotate(m: Message, pieces: list[dict[str, Any]], call_names: dict[str, str | None]) -> None:
+    """Attach ``x-ctxreplay`` so the openai-chat importer rebuilds ``m`` exactly.
+
+    The first piece carries the message's attributes; later pieces say ``continues`` (they are
+    merged back into the same message). When reading the pieces back would not give ``m``'s parts
+    (several reasoning parts, an unusual order, media the OpenAI shape cannot hold), the exact
+    parts ride along as ``parts``.
+    """
+    for i, piece in enumerate(pieces):
+        role = m.role if piece["role"] != m.role else None
+        if i == 0:
+            ext = _ext(m, role)
+        else:
+            ext = {"continues": True, **({"role": role} if role else {})}
+            ext.update({k: v for k, v in _ext(m).items() if k in ("visible", "is_error")})
+        if ext:
+            piece[EXT] = ext
+    for p in m.calls:
+        if p.id:
+            call_names[p.id] = p.name
+    from .importers.openai_chat import messages_from_openai  # the reader is the reference
+
+    try:
+        back = messages_from_openai(pieces, "$")
+    except ValueError:
+        back = []
+    if len(back) != 1:
+        pieces[0].setdefault(EXT, {})["parts"] = [_part_dict(p) for p in m.parts]
+        return
+    parts = tuple(
+        replace(p, name=call_names.get(p.id or ""))
+        if p.type == "tool_call_response" and not p.name
+        else p
+        for p in back[0].parts
+    )
+    if parts != m.parts:
+        pieces[0].setdefault(EXT, {})["parts"] = [_part_dict(p) for p in m.parts]
+    if back[0].name != m.name:
+        pieces[0].setdefault(EXT, {})["name"] = m.name
+
+
+def _part_dict(p: Part) -> dict[str, Any]:
+    return {
+        k: getattr(p, k)
+        for k in ("type", "content", "id", "name", "arguments", "mime_type", "uri", "modality")
+        if getattr(p, k) is not None
+    }
+
+
+def to_openai(messages: Iterable[Message], *, extensions: bool = False) -> list[dict[str, Any]]:
+    """Provider-shaped messages; with ``extensions`` each carries what OpenAI cannot say.
+
+    With ``extensions`` the openai-chat importer reads the result back into the same canonical
+    messages (roles, parts, visibility, errors, usage, timestamps, flags).
+    """
+    out: list[dict[str, Any]] = []
+    call_names: dict[str, str | None] = {}
     for m in messages:
-        responses = [p for p in m.parts if p.type == "tool_call_response"]
-        calls = [p for p in m.parts if p.type == "tool_call"]
-        others = [p for p in m.parts if p.type in ("text", *MEDIA_PART_TYPES)]
-        reasoning = [p.content or "" for p in m.parts if p.type == "reasoning"]
-        for r in responses:
-            msg: dict[str, Any] = {"role": "tool", "tool_call_id": r.id, "content": r.content or ""}
-            if extensions:
-                ext = _ext(m, None if m.role == "tool" else m.role)
-                if ext:
-                    msg[EXT] = ext
-            out.append(msg)
-        if responses and not (others or calls or reasoning):
-            continue
-        role = "tool" if m.role == "tool" else m.role
-        if role == "tool":  # a tool message with extra parts: they follow as user content
-            role = "user"
-        msg = {"role": role}
-        content = _content(others)
-        msg["content"] = content if content is not None or role != "assistant" else None
-        if msg["content"] is None and role != "assistant":
-            msg["content"] = ""
-        if m.name:
-            msg["name"] = m.name
-        if calls:
-            msg["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name or "", "arguments": c.arguments or "{}"},
-                }
-                for c in calls
-            ]
-        if reasoning:
-            msg["reasoning_content"] = "\n".join(reasoning)
+        pieces = _pieces(m)
         if extensions:
-            ext = _ext(m, m.role if role != m.role else None)
-            if ext:
-                msg[EXT] = ext
-        out.append(msg)
+            _annotate(m, pieces, call_names)
+        out.extend(pieces)
     return out
 
 

@@ -8,6 +8,7 @@ different conversation); problems that lose nothing become message flags instead
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import replace
 
 from .messages import ROLES, Message, Session
@@ -17,6 +18,43 @@ MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 
 FLAG_ARGUMENTS_NOT_JSON = "arguments_not_json"
 FLAG_UNANSWERED_CALL = "unanswered_tool_call"
+FLAG_CALL_ID_RENAMED = "call_id_renamed"
+
+
+def disambiguate_call_ids(messages: list[Message]) -> list[Message]:
+    """Rename tool-call ids a provider reused after the earlier call was already answered.
+
+    Some recorded runs (gpt-4o in tau-bench, SWE-agent replays) give a new call the id of an
+    earlier, answered call. Pairing is still unambiguous (the result follows its call), so the
+    later call and its result become ``<id>#<n>`` (flag ``call_id_renamed``). A reuse while the
+    earlier call is still open is left alone and validation rejects the session.
+    """
+    uses: Counter[str] = Counter()
+    current: dict[str, str] = {}  # recorded id -> the id it stands for now
+    answered: set[str] = set()
+    out: list[Message] = []
+    for m in messages:
+        parts = []
+        renamed = False
+        for p in m.parts:
+            if p.type == "tool_call" and p.id:
+                uses[p.id] += 1
+                new = p.id
+                if uses[p.id] > 1 and current[p.id] in answered:
+                    new = f"{p.id}#{uses[p.id]}"
+                current[p.id] = new
+                if new != p.id:
+                    p, renamed = replace(p, id=new), True
+            elif p.type == "tool_call_response" and p.id in current:
+                new = current[p.id]
+                answered.add(new)
+                if new != p.id:
+                    p, renamed = replace(p, id=new), True
+            parts.append(p)
+        if renamed:
+            m = replace(m, parts=tuple(parts), flags=(*m.flags, FLAG_CALL_ID_RENAMED))
+        out.append(m)
+    return out
 
 
 def _message_bytes(m: Message) -> int:
@@ -37,6 +75,7 @@ def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTE
     """Return the session with flags set, or raise ``RecordError`` naming the first problem."""
     if not session.messages:
         raise RecordError("empty_session", "the session has no messages")
+    session = replace(session, messages=disambiguate_call_ids(session.messages))
     calls: dict[str, int] = {}
     call_names: dict[str, str | None] = {}
     answered: set[str] = set()

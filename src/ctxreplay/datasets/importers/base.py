@@ -8,6 +8,7 @@ the JSON path, the reason and the record's exact bytes, and reading goes on with
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -304,8 +305,9 @@ def sniff_json_keys(head: bytes) -> str:
 
 def expect(value: Any, types: type | tuple[type, ...], json_path: str, what: str = "value") -> Any:
     """``value`` if it has one of ``types``, else a ``wrong_type`` record error."""
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
-        names = "/".join(t.__name__ for t in _as_tuple(types))
+    classes = _as_tuple(types)
+    if not isinstance(value, classes) or (isinstance(value, bool) and bool not in classes):
+        names = "/".join(t.__name__ for t in classes)
         raise RecordError(
             "wrong_type", f"{what} should be {names}, got {type(value).__name__}", json_path
         )
@@ -318,8 +320,12 @@ def require(obj: dict[str, Any], key: str, json_path: str) -> Any:
     return obj[key]
 
 
-def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
+def _as_tuple(types: Any) -> tuple[type, ...]:
+    """``str``, ``(str, int)`` or ``str | int`` as a tuple of classes."""
+    if isinstance(types, tuple):
+        return types
+    args = typing.get_args(types)
+    return tuple(args) if args else (types,)
 
 
 def content_parts(content: Any, json_path: str) -> list[Part]:
@@ -381,6 +387,8 @@ def media_part(item: dict[str, Any], modality: str, where: str) -> Part:
             mime = f"{modality}/{inner['format']}"
         if inner.get("type") == "url":
             url = inner.get("url")
+    if isinstance(data, str) and data.startswith("data:"):  # OpenAI ``file_data`` is a data URL
+        url, data = data, None
     if isinstance(url, str) and url.startswith("data:"):
         header, _, payload = url.partition(",")
         mime = header[5:].split(";")[0] or mime

@@ -4,6 +4,13 @@ Accepted shapes: a JSON list of messages (one session); a JSON list of sessions;
 [...]}``; JSONL with one session per line (a list, or an object with ``messages`` and optionally
 ``session_id``/``id``/``metadata``). ``tool_calls[].function.arguments`` is a JSON string and is
 kept as written; legacy ``function_call``/``role: function`` messages become tool calls.
+
+``ctxreplay export`` writes this format with an ``x-ctxreplay`` object per message (see
+``openai_format``): its ``role``, ``name``, ``visible``, ``is_error``, ``usage``, ``timestamp`` and
+``flags`` are restored, ``continues`` merges a message back into the previous one, and ``parts``
+(when present) are the exact canonical parts. An exported line (it has ``session_id``,
+``source_session_id`` and ``source_format``) keeps its corpus ``session_id``, so a re-import gives
+the same ids.
 """
 
 from __future__ import annotations
@@ -11,10 +18,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..messages import Message, Part, Session
+from ..messages import PART_TYPES, ROLES, Message, Part, Session
 from ..openai_format import EXT, usage_from
 from ..rejects import RecordError, Reject
 from .base import (
@@ -36,6 +44,7 @@ def messages_from_openai(items: Any, json_path: str) -> list[Message]:
     """Canonical messages from an OpenAI-chat message list (shared by several importers)."""
     expect(items, list, json_path, "messages")
     out: list[Message] = []
+    exact: list[bool] = []  # the message's parts came whole from ``x-ctxreplay.parts``
     legacy_call: str | None = None
     for i, raw in enumerate(items):
         where = f"{json_path}[{i}]"
@@ -85,21 +94,53 @@ def messages_from_openai(items: Any, json_path: str) -> list[Message]:
         if isinstance(fc, dict) and role == "assistant":
             legacy_call = f"function_call_{i}"
             parts.append(Part.call(legacy_call, str(fc.get("name", "")), fc.get("arguments", "{}")))
+        if ext.get("continues") and out:  # a later piece of the previous canonical message
+            if not exact[-1]:
+                out[-1] = replace(out[-1], parts=(*out[-1].parts, *parts))
+            continue
+        if "parts" in ext:
+            parts = _ext_parts(ext["parts"], f"{where}.{EXT}.parts")
+        if isinstance(ext.get("role"), str) and ext["role"] in ROLES:
+            role = ext["role"]
+        name = raw.get("name") if isinstance(raw.get("name"), str) and role != "tool" else None
+        if "name" in ext:
+            name = _str_or_none(ext["name"])
+        flags = ext.get("flags")
         out.append(
             Message(
                 role=role if role != "function" else "tool",
                 parts=tuple(parts),
-                name=raw.get("name")
-                if isinstance(raw.get("name"), str) and role != "tool"
-                else None,
+                name=name,
                 is_error=bool(ext.get("is_error", False)),
                 visible=bool(ext.get("visible", True)),
                 usage=usage_from(ext.get("usage") or raw.get("usage")),
                 timestamp=ext.get("timestamp") or _str_or_none(raw.get("timestamp")),
+                flags=tuple(f for f in flags if isinstance(f, str))
+                if isinstance(flags, list)
+                else (),
                 source_path=where,
             )
         )
+        exact.append("parts" in ext)
     return out
+
+
+def _ext_parts(items: Any, json_path: str) -> list[Part]:
+    """Canonical parts written whole by ``to_openai(..., extensions=True)``."""
+    expect(items, list, json_path, "parts")
+    parts: list[Part] = []
+    for i, item in enumerate(items):
+        where = f"{json_path}[{i}]"
+        expect(item, dict, where, "part")
+        kind = item.get("type")
+        if kind not in PART_TYPES:
+            raise RecordError("wrong_type", f"unknown part type {kind!r}", f"{where}.type")
+        fields: dict[str, str | None] = {}
+        for key in ("content", "id", "name", "arguments", "mime_type", "uri", "modality"):
+            value = item.get(key)
+            fields[key] = None if value is None else expect(value, str, f"{where}.{key}", key)
+        parts.append(Part(kind, **fields))
+    return parts
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -129,13 +170,15 @@ class OpenAIChatImporter(Importer):
 
     def sniff(self, path: Path, head: bytes) -> float:
         text = sniff_json_keys(head)
+        if f'"{EXT}"' in text and '"messages"' in text:  # our own export
+            return 0.9
         if '"role"' in text and ('"content"' in text or '"tool_calls"' in text):
             return 0.5
         return 0.0
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
         self._digest = file_digest(path)
-        if _is_message_array(path):  # a top-level array of messages is one session
+        if path.suffix != ".jsonl" and _is_message_array(path):  # one session: an array of messages
             whole = whole_document(path, self.name)
             if isinstance(whole, Reject):
                 yield whole
@@ -153,7 +196,11 @@ class OpenAIChatImporter(Importer):
         items = require(value, "messages", "$")
         sid = value.get("source_session_id") or value.get("session_id") or value.get("id")
         meta = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
-        yield self._session(path, record, items, "$.messages", meta, sid)
+        session = self._session(path, record, items, "$.messages", meta, sid)
+        if "source_format" in value and isinstance(value.get("session_id"), str):
+            session.session_id = value["session_id"]  # a ctxreplay export keeps its ids
+        session.workload = _str_or_none(value.get("workload"))
+        yield session
 
     def _session(
         self, path: Path, record: Record, items: Any, where: str, meta: dict[str, Any], sid: Any

@@ -1,0 +1,328 @@
+"""Cases: (session, cut point, trigger). The prefix is what a policy may edit; the future is what
+really happened next.
+
+A cut ``c`` is a *request point*: message ``c`` is a visible assistant message (the agent is about
+to be called), and every tool call made before ``c`` already has its result. The prefix is the
+visible messages with ``seq < c``; the future runs from ``c`` to the horizon.
+
+Triggers: ``tokens:N`` (the first request point whose prefix holds at least N tokens),
+``fraction:F`` with a context window W (``tokens:F·W``), ``user-turns`` (the request point after
+each user turn but the first), ``every:K`` (every K-th request point), or explicit cuts from a CSV.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .store import Corpus
+
+CASES = pa.schema(
+    [
+        pa.field("case_id", pa.string(), nullable=False),
+        pa.field("session_id", pa.string(), nullable=False),
+        pa.field("source_session_id", pa.string()),
+        pa.field("cut", pa.int32(), nullable=False),
+        pa.field("trigger", pa.string(), nullable=False),
+        pa.field("prefix_messages", pa.int32(), nullable=False),
+        pa.field("prefix_tokens", pa.int64(), nullable=False),
+        pa.field("prefix_tool_tokens", pa.int64(), nullable=False),
+        pa.field("tool_share", pa.float64(), nullable=False),
+        pa.field("user_turns", pa.int32(), nullable=False),
+        pa.field("future_start", pa.int32(), nullable=False),
+        pa.field("future_end", pa.int32(), nullable=False),
+        pa.field("future_messages", pa.int32(), nullable=False),
+        pa.field("future_requests", pa.int32(), nullable=False),
+        pa.field("future_tokens", pa.int64(), nullable=False),
+    ]
+)
+
+
+class CaseError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Trigger:
+    kind: str  # tokens | user-turns | every | cut
+    value: int = 0
+
+    @property
+    def label(self) -> str:
+        return self.kind if self.kind in ("user-turns", "cut") else f"{self.kind}:{self.value}"
+
+
+def parse_trigger(spec: str, window: int | None = None) -> Trigger:
+    """``tokens:N`` · ``fraction:F`` (needs ``window``) · ``user-turns`` · ``every:K``."""
+    kind, _, value = spec.partition(":")
+    try:
+        if kind == "tokens":
+            return Trigger("tokens", int(value.replace("_", "")))
+        if kind == "fraction":
+            if not window:
+                raise CaseError(
+                    "--trigger fraction:F needs --window (the context window in tokens)"
+                )
+            return Trigger("tokens", int(float(value) * window))
+        if kind in ("user-turns", "user-turn"):
+            return Trigger("user-turns")
+        if kind == "every":
+            k = int(value)
+            if k < 1:
+                raise CaseError("every:K needs K >= 1")
+            return Trigger("every", k)
+    except ValueError as e:
+        if isinstance(e, CaseError):
+            raise
+        raise CaseError(f"bad trigger {spec!r}: {e}") from None
+    raise CaseError(f"unknown trigger {spec!r}; use tokens:N, fraction:F, user-turns or every:K")
+
+
+def parse_horizon(spec: str) -> int | None:
+    """``all`` → None; ``turns:K`` → K agent requests."""
+    if spec == "all":
+        return None
+    kind, _, value = spec.partition(":")
+    if kind != "turns" or not value.isdigit() or int(value) < 1:
+        raise CaseError(f"bad horizon {spec!r}; use all or turns:K")
+    return int(value)
+
+
+@dataclass(slots=True)
+class SessionShape:
+    """What cutting needs to know about a session's visible messages, nothing more."""
+
+    session_id: str
+    seq: list[int]
+    role: list[str]
+    tokens: list[int]
+    user_turn: list[bool]
+    tool_output: list[bool]
+    request_point: list[bool]  # message i is a valid cut
+
+
+def session_shapes(corpus: Corpus) -> Iterator[SessionShape]:
+    frame = corpus.messages(
+        columns=["session_id", "seq", "role", "tokens", "visible", "parts", "tool_call_ids"]
+    ).filter(pl.col("visible"))
+    types = pl.col("parts").list.eval(pl.element().struct.field("type"))
+    frame = frame.with_columns(
+        user_turn=(pl.col("role") == "user")
+        & types.list.eval(pl.element().is_in(["text", "blob", "uri", "file"])).list.any(),
+        response_ids=pl.col("parts").list.eval(
+            pl.element()
+            .filter(pl.element().struct.field("type") == "tool_call_response")
+            .struct.field("id")
+        ),
+    ).drop("parts")
+    for (sid,), group in frame.group_by("session_id", maintain_order=True):
+        yield _shape(str(sid), group)
+
+
+def _shape(sid: str, group: pl.DataFrame) -> SessionShape:
+    roles = group["role"].to_list()
+    calls = group["tool_call_ids"].to_list()
+    responses = group["response_ids"].to_list()
+    user_turn = group["user_turn"].to_list()
+    pending: set[str] = set()
+    seen_user = False
+    request_point: list[bool] = []
+    for role, made, answered, is_turn in zip(roles, calls, responses, user_turn, strict=True):
+        request_point.append(role == "assistant" and not pending and seen_user)
+        seen_user = seen_user or is_turn
+        pending.update(made or ())
+        pending.difference_update(answered or ())
+    return SessionShape(
+        session_id=sid,
+        seq=group["seq"].to_list(),
+        role=roles,
+        tokens=group["tokens"].to_list(),
+        user_turn=user_turn,
+        tool_output=[bool(r) for r in responses],
+        request_point=request_point,
+    )
+
+
+def cut_points(shape: SessionShape, trigger: Trigger) -> list[tuple[int, str]]:
+    """(index into the visible messages, trigger label) for one trigger."""
+    points = [i for i, ok in enumerate(shape.request_point) if ok]
+    if trigger.kind == "tokens":
+        total = 0
+        running = []
+        for t in shape.tokens:
+            running.append(total)
+            total += t
+        for i in points:
+            if running[i] >= trigger.value:
+                return [(i, trigger.label)]
+        return []
+    if trigger.kind == "every":
+        return [(i, trigger.label) for n, i in enumerate(points, start=1) if n % trigger.value == 0]
+    if trigger.kind == "user-turns":
+        out = []
+        turn = 0
+        want_after = -1
+        for i, is_turn in enumerate(shape.user_turn):
+            if is_turn:
+                turn += 1
+                want_after = i if turn > 1 else -1
+            elif want_after >= 0 and shape.request_point[i] and i > want_after:
+                out.append((i, f"user-turn:{turn}"))
+                want_after = -1
+        return out
+    raise CaseError(f"trigger {trigger.kind} does not cut by itself")
+
+
+def case_row(
+    shape: SessionShape, index: int, trigger: str, horizon: int | None, source_id: str | None
+) -> dict[str, Any]:
+    prefix_tokens = sum(shape.tokens[:index])
+    tool_tokens = sum(
+        t for t, out in zip(shape.tokens[:index], shape.tool_output[:index], strict=True) if out
+    )
+    end = len(shape.seq)
+    requests = 0
+    for j in range(index, len(shape.seq)):
+        if shape.role[j] == "assistant":
+            if horizon is not None and requests == horizon:
+                end = j
+                break
+            requests += 1
+    cut = shape.seq[index]
+    future_end = shape.seq[end] if end < len(shape.seq) else shape.seq[-1] + 1
+    return {
+        "case_id": f"{shape.session_id}@{cut}",
+        "session_id": shape.session_id,
+        "source_session_id": source_id,
+        "cut": cut,
+        "trigger": trigger,
+        "prefix_messages": index,
+        "prefix_tokens": prefix_tokens,
+        "prefix_tool_tokens": tool_tokens,
+        "tool_share": tool_tokens / prefix_tokens if prefix_tokens else 0.0,
+        "user_turns": sum(shape.user_turn[:index]),
+        "future_start": cut,
+        "future_end": future_end,
+        "future_messages": end - index,
+        "future_requests": requests,
+        "future_tokens": sum(shape.tokens[index:end]),
+    }
+
+
+def read_cuts(path: Path) -> dict[str, list[int]]:
+    """Explicit cut points from a CSV with columns ``session`` (id or source id) and ``cut``."""
+    frame = pl.read_csv(path, infer_schema_length=0)
+    missing = {"session", "cut"} - set(frame.columns)
+    if missing:
+        raise CaseError(
+            f"{path}: needs columns session and cut (missing {', '.join(sorted(missing))})"
+        )
+    cuts: dict[str, list[int]] = {}
+    for i, row in enumerate(frame.iter_rows(named=True), start=2):
+        try:
+            cuts.setdefault(row["session"], []).append(int(row["cut"]))
+        except (TypeError, ValueError):
+            raise CaseError(
+                f"{path}, line {i}: cut {row['cut']!r} is not a message index"
+            ) from None
+    return cuts
+
+
+def build_cases(
+    corpus: Corpus,
+    triggers: Sequence[Trigger] = (),
+    *,
+    horizon: int | None = None,
+    cuts: dict[str, list[int]] | None = None,
+    suite: str | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """All cases of a corpus as a frame (schema ``CASES``), in session and cut order."""
+    if not triggers and not cuts:
+        raise CaseError("give at least one --trigger or --cuts")
+    sessions = corpus.sessions().select("session_id", "source_session_id")
+    source_of = dict(zip(sessions["session_id"], sessions["source_session_id"], strict=True))
+    by_source: dict[str, str] = {}
+    for sid, src in source_of.items():
+        if src:
+            by_source.setdefault(src, sid)
+    explicit: dict[str, list[int]] = {}
+    for key, values in (cuts or {}).items():
+        sid = key if key in source_of else by_source.get(key)
+        if sid is None:
+            raise CaseError(f"cuts name session {key!r}, which is not in the corpus")
+        explicit.setdefault(sid, []).extend(values)
+    rows: list[dict[str, Any]] = []
+    for shape in session_shapes(corpus):
+        found: dict[int, str] = {}
+        for trigger in triggers:
+            for index, label in cut_points(shape, trigger):
+                found[index] = f"{found[index]}+{label}" if index in found else label
+        for cut in explicit.get(shape.session_id, ()):
+            if cut not in shape.seq or not shape.request_point[shape.seq.index(cut)]:
+                raise CaseError(
+                    f"cut {cut} in session {shape.session_id} is not a request point "
+                    "(a visible assistant message with every earlier tool call answered)"
+                )
+            index = shape.seq.index(cut)
+            found[index] = f"{found[index]}+cut" if index in found else "cut"
+        for index in sorted(found):
+            rows.append(
+                case_row(shape, index, found[index], horizon, source_of.get(shape.session_id))
+            )
+    frame = pl.from_arrow(pa.Table.from_pylist(rows, schema=CASES)).sort(["session_id", "cut"])
+    assert isinstance(frame, pl.DataFrame)
+    if suite:
+        frame = select_suite(frame, suite)
+    if sample is not None and sample < frame.height:
+        frame = frame.sample(n=sample, seed=seed).sort(["session_id", "cut"])
+    return frame
+
+
+def select_suite(frame: pl.DataFrame, suite: str) -> pl.DataFrame:
+    """``hard`` keeps the 10% of sessions (``hard:N``: N sessions) under the most sustained tool
+    pressure — the highest mean tool-output share of the prefix across the session's cases."""
+    name, _, arg = suite.partition(":")
+    if name != "hard":
+        raise CaseError(f"unknown suite {suite!r}; available: hard, hard:N")
+    pressure = (
+        frame.group_by("session_id")
+        .agg(pl.col("tool_share").mean().alias("p"))
+        .sort(["p", "session_id"], descending=[True, False])
+    )
+    n = int(arg) if arg else max(1, round(pressure.height * 0.1))
+    keep = pressure.head(n)["session_id"]
+    return frame.filter(pl.col("session_id").is_in(keep.implode()))
+
+
+def write_cases(frame: pl.DataFrame, path: str | os.PathLike[str], meta: dict[str, Any]) -> Path:
+    out = Path(path)
+    if out.suffix != ".parquet":
+        out = out / "cases.parquet" if out.is_dir() or not out.suffix else out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table = frame.to_arrow().cast(CASES)
+    table = table.replace_schema_metadata({b"ctxreplay": json.dumps(meta, sort_keys=True).encode()})
+    pq.write_table(table, out, compression="zstd")
+    return out
+
+
+def read_cases(path: str | os.PathLike[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
+    p = Path(path)
+    if p.is_dir():
+        p = p / "cases.parquet"
+    if not p.exists():
+        raise CaseError(f"no cases file at {p}")
+    table = pq.read_table(p)
+    meta = json.loads((table.schema.metadata or {}).get(b"ctxreplay", b"{}"))
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame, meta

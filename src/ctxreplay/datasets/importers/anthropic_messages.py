@@ -1,0 +1,307 @@
+"""Anthropic Messages API conversations (JSON or JSONL).
+
+A session is shaped like a Messages API request (``POST /v1/messages``) or a log of one:
+``{system, messages: [{role, content}], id | session_id, metadata, model}``, a bare list of
+messages, or ``{request: {...}, response: {...}}`` (the response becomes the last assistant
+message). A JSON file holds one session, or an array of sessions; JSONL holds one per line.
+
+``content`` is a string or a list of blocks: ``text``; ``tool_use{id, name, input}`` → tool call
+(``input`` kept as JSON text); ``tool_result{tool_use_id, content, is_error}`` → a
+``tool_call_response`` part that stays in its ``user`` message (the provider's role is kept;
+``is_error`` marks the message); ``thinking`` and ``redacted_thinking`` → ``reasoning`` parts (the
+opaque data of a redacted block is kept, the part named ``redacted_thinking``); ``image`` and
+``document`` → ``blob``/``uri``/``file`` parts, counted and never dropped. Server-side tools
+(``server_tool_use``, ``mcp_tool_use``, ``*_tool_result``) map the same way. An unknown block is
+kept as the text of its JSON. ``system`` (string or text blocks) becomes a first ``system`` message.
+
+``usage`` on an assistant message (as the API returns it) is recorded: Anthropic's
+``input_tokens`` excludes cached input, so the prompt is ``input_tokens +
+cache_creation_input_tokens + cache_read_input_tokens`` and the cached part is
+``cache_read_input_tokens``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from ..messages import Message, Part, Session, Usage
+from ..rejects import RecordError, Reject
+from .base import (
+    SNIFF_BYTES,
+    Importer,
+    Record,
+    expect,
+    importers,
+    iter_records,
+    media_part,
+    require,
+    sniff_json_keys,
+    whole_document,
+)
+from .openai_chat import file_digest
+
+#: words only Anthropic-shaped JSON uses
+_ANTHROPIC_MARKERS = (
+    '"tool_use"',
+    '"tool_result"',
+    '"tool_use_id"',
+    '"stop_reason"',
+    '"input_tokens"',
+    '"cache_read_input_tokens"',
+    '"cache_creation_input_tokens"',
+    '"redacted_thinking"',
+    '"thinking"',
+    '"media_type"',
+    '"input_schema"',
+)
+#: words that say the file is OpenAI-shaped or another known format
+_FOREIGN_MARKERS = (
+    '"tool_calls"',
+    '"tool_call_id"',
+    '"function_call"',
+    '"image_url"',
+    '"prompt_tokens"',
+    '"gen_ai.',
+    '"resourceSpans"',
+    '"x-ctxreplay"',
+    '"function"',
+    '"developer"',
+    '"reasoning_content"',
+    '"refusal"',
+)
+#: ``system`` as a key (Anthropic's top-level system prompt), not as a role value
+_SYSTEM_KEY = re.compile(r'"system"\s*:')
+
+
+def anthropic_usage(obj: Any) -> Usage | None:
+    """Usage from an Anthropic ``usage`` object (prompt includes cache reads and writes)."""
+    if not isinstance(obj, dict):
+        return None
+    values = {
+        k: obj.get(k)
+        for k in (
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "output_tokens",
+        )
+    }
+    if not all(
+        v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values.values()
+    ):
+        return None
+    if all(v is None for v in values.values()):
+        return None
+    inputs = [
+        values[k]
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    ]
+    prompt = sum(v for v in inputs if v is not None) if values["input_tokens"] is not None else None
+    return Usage(prompt, values["cache_read_input_tokens"], values["output_tokens"])
+
+
+def _text_of(content: Any, where: str) -> tuple[str, list[Part]]:
+    """A tool result's ``content``: its text, and its media parts (kept after the result)."""
+    if content is None:
+        return "", []
+    if isinstance(content, str):
+        return content, []
+    expect(content, list, where, "tool result content")
+    texts: list[str] = []
+    media: list[Part] = []
+    for i, block in enumerate(content):
+        for part in _block_parts(block, f"{where}[{i}]"):
+            if part.type == "text":
+                texts.append(part.content or "")
+            else:
+                media.append(part)
+    return "\n".join(texts), media
+
+
+def _block_parts(block: Any, where: str) -> list[Part]:
+    """Canonical parts of one content block (a ``tool_result`` may give several)."""
+    if isinstance(block, str):
+        return [Part.text(block)] if block else []
+    expect(block, dict, where, "content block")
+    kind = expect(require(block, "type", where), str, f"{where}.type", "block type")
+    if kind == "text":
+        text = expect(require(block, "text", where), str, f"{where}.text", "text")
+        return [Part.text(text)] if text else []
+    if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+        call_id = expect(require(block, "id", where), str, f"{where}.id", "tool_use id")
+        name = expect(require(block, "name", where), str, f"{where}.name", "tool name")
+        args = expect(require(block, "input", where), (dict, str), f"{where}.input", "input")
+        return [Part.call(call_id, name, args)]
+    if kind == "tool_result" or (kind.endswith("_tool_result") and "tool_use_id" in block):
+        call_id = expect(
+            require(block, "tool_use_id", where), str, f"{where}.tool_use_id", "tool_use_id"
+        )
+        content = block.get("content")
+        if kind != "tool_result" and not isinstance(content, str | list | None):
+            content = json.dumps(content, ensure_ascii=False)  # server tool results are objects
+        text, media = _text_of(content, f"{where}.content")
+        return [Part.response(call_id, text), *media]
+    if kind == "thinking":
+        return [
+            Part("reasoning", content=expect(block.get("thinking", ""), str, where, "thinking"))
+        ]
+    if kind == "redacted_thinking":
+        data = expect(block.get("data", ""), str, f"{where}.data", "data")
+        return [Part("reasoning", content=data, name="redacted_thinking")]
+    if kind == "image":
+        expect(require(block, "source", where), dict, f"{where}.source", "source")
+        return [media_part(block, "image", where)]
+    if kind == "document":
+        source = expect(require(block, "source", where), dict, f"{where}.source", "source")
+        if source.get("type") == "text":  # plain-text document: the text is the payload
+            data = expect(source.get("data", ""), str, f"{where}.source.data", "data")
+            return [
+                Part(
+                    "blob",
+                    content=data,
+                    mime_type=source.get("media_type") or "text/plain",
+                    modality="file",
+                )
+            ]
+        if source.get("type") == "content":
+            return [Part("file", content=json.dumps(source, ensure_ascii=False), modality="file")]
+        return [media_part(block, "file", where)]
+    return [Part.text(json.dumps(block, ensure_ascii=False))]  # kept, never dropped
+
+
+def _message(raw: Any, where: str) -> Message:
+    expect(raw, dict, where, "message")
+    role = expect(require(raw, "role", where), str, f"{where}.role", "role")
+    if role not in ("user", "assistant", "system"):
+        raise RecordError(
+            "unknown_role", f"role {role!r} is not an Anthropic role", f"{where}.role"
+        )
+    content = require(raw, "content", where)
+    if isinstance(content, str):
+        parts = [Part.text(content)] if content else []
+        is_error = False
+    else:
+        expect(content, list, f"{where}.content", "content")
+        blocks = [
+            (block, _block_parts(block, f"{where}.content[{i}]")) for i, block in enumerate(content)
+        ]
+        parts = [p for _, ps in blocks for p in ps]
+        is_error = any(
+            isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error") is True
+            for b, _ in blocks
+        )
+    timestamp = raw.get("timestamp") or raw.get("created_at")
+    return Message(
+        role=role,
+        parts=tuple(parts),
+        is_error=is_error,
+        usage=anthropic_usage(raw.get("usage")) if role == "assistant" else None,
+        timestamp=timestamp if isinstance(timestamp, str) else None,
+        source_path=where,
+    )
+
+
+def _system(system: Any, where: str) -> list[Message]:
+    if system is None or system == "":
+        return []
+    if isinstance(system, str):
+        return [Message("system", (Part.text(system),), source_path=where)]
+    expect(system, list, where, "system")
+    parts = [p for i, b in enumerate(system) for p in _block_parts(b, f"{where}[{i}]")]
+    return [Message("system", tuple(parts), source_path=where)] if parts else []
+
+
+def messages_from_anthropic(record: Any) -> tuple[list[Message], dict[str, Any], Any]:
+    """Messages, metadata and the source id of one Anthropic session record."""
+    if isinstance(record, list):
+        return [_message(m, f"$[{i}]") for i, m in enumerate(record)], {}, None
+    expect(record, dict, "$", "record")
+    body, base = record, "$"
+    if "messages" not in record and isinstance(record.get("request"), dict):
+        body, base = record["request"], "$.request"
+    items = expect(require(body, "messages", base), list, f"{base}.messages", "messages")
+    messages = _system(body.get("system"), f"{base}.system")
+    messages += [_message(m, f"{base}.messages[{i}]") for i, m in enumerate(items)]
+    response = record.get("response") if body is not record else None
+    if isinstance(response, dict) and "content" in response:
+        messages.append(_message({"role": "assistant", **response}, "$.response"))
+    meta = dict(record["metadata"]) if isinstance(record.get("metadata"), dict) else {}
+    model = body.get("model") or (response or {}).get("model")
+    if isinstance(model, str):
+        meta.setdefault("model", model)
+    sid = next(
+        (
+            record[k]
+            for k in ("session_id", "id", "conversation_id")
+            if isinstance(record.get(k), str | int) and not isinstance(record.get(k), bool)
+        ),
+        None,
+    )
+    return messages, meta, sid
+
+
+def _starts_array(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(SNIFF_BYTES).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")[:1] == "["
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and "role" in value and "messages" not in value
+
+
+@importers.register("anthropic-messages")
+class AnthropicMessagesImporter(Importer):
+    """Anthropic Messages API requests and logs: ``system`` plus ``messages`` of content blocks."""
+
+    suffixes = (".json", ".jsonl")
+
+    def sniff(self, path: Path, head: bytes) -> float:
+        text = sniff_json_keys(head)
+        if '"role"' not in text or any(m in text for m in _FOREIGN_MARKERS):
+            return 0.0
+        if any(m in text for m in _ANTHROPIC_MARKERS):
+            return 0.8
+        if _SYSTEM_KEY.search(text):
+            return 0.6  # a top-level system prompt, which OpenAI messages do not have
+        return 0.0
+
+    def read(self, path: Path) -> Iterator[Session | Reject]:
+        self._digest = file_digest(path)
+        records: Iterator[Record | Reject] = iter_records(path, self.name)
+        first = next(records, None)
+        if first is None:
+            return
+        if (
+            path.suffix != ".jsonl"
+            and isinstance(first, Record)
+            and _is_message(first.value)
+            and _starts_array(path)
+        ):  # a top-level array of messages is one session
+            records = iter([whole_document(path, self.name)])
+        else:
+            records = chain([first], records)
+        for record in records:
+            if isinstance(record, Reject):
+                yield record
+                continue
+            yield from self.guarded(
+                path, record, lambda rec=record: self.sessions_from_record(path, rec)
+            )
+
+    def sessions_from_record(self, path: Path, record: Record) -> Iterator[Session]:
+        messages, meta, sid = messages_from_anthropic(record.value)
+        source_id = str(sid) if sid is not None else f"{path.stem}:{record.index}"
+        yield Session(
+            source_format=self.name,
+            source_session_id=source_id,
+            messages=messages,
+            key=f"{self._digest}:{record.index}:{source_id}",
+            source_location=str(path),
+            source_record=record.index,
+            metadata=meta,
+        )

@@ -1,0 +1,309 @@
+"""Builds one synthetic session: messages in order, fresh call ids, planted dependencies.
+
+A workload script drives a ``SessionBuilder``: ``system``, ``user``, ``say`` (assistant text),
+``call``/``parallel`` (an assistant message with tool calls followed by one ``tool`` message per
+result). Each method returns the index (``seq``) of what it appended, so a script records a
+dependency with ``plant(category, anchor, source_seq, need_seq, note)`` once it writes the message
+that needs the anchor.
+
+``check_dependencies`` is the generator's own proof of the ground-truth invariants (I1–I4 of the
+design): a session that fails it is thrown away and rebuilt from the next sub-seed, so a written
+corpus only ever holds rows that satisfy them. The tests check the same invariants with code of
+their own.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..messages import Message, Part, Session, dumps_arguments
+from ..schema import CATEGORIES
+from .anchors import ALNUM, AnchorPool, json_safe, trivial
+
+#: How a harness announces where it saved a payload it truncated.
+ROUTE = re.compile(r"saved to (/\S+?)(?=[\]\s)]|$)")
+#: Categories whose anchor must come from a plain, first-of-its-kind tool result.
+PLAIN_SOURCE = ("evidence_detail", "locator_handle", "verbatim_source")
+#: A verbatim span is at least this long and sits at least this far from both ends of its body.
+VERBATIM_MIN_CHARS = 60
+VERBATIM_MIN_EDGE = 0.30
+
+
+@dataclass(frozen=True, slots=True)
+class Dep:
+    category: str
+    anchor: str
+    source_seq: int
+    need_seq: int
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one assistant step appended: the call message and its result messages."""
+
+    call_seq: int
+    result_seqs: tuple[int, ...]
+    call_ids: tuple[str, ...]
+
+    @property
+    def result_seq(self) -> int:
+        return self.result_seqs[0]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    error: bool = False
+
+
+@dataclass
+class SessionBuilder:
+    rng: random.Random
+    workload: str
+    messages: list[Message] = field(default_factory=list)
+    deps: list[Dep] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.pool = AnchorPool(self.rng)
+        self._call_ids: set[str] = set()
+        start = datetime(2025, 1, 6, 8, 0, 0) + timedelta(
+            days=self.rng.randint(0, 300), minutes=self.rng.randint(0, 600)
+        )
+        self._clock = start
+
+    # --- appending ----------------------------------------------------------------------
+    @property
+    def next_seq(self) -> int:
+        return len(self.messages)
+
+    def _stamp(self, seconds: tuple[int, int]) -> str:
+        self._clock += timedelta(seconds=self.rng.randint(*seconds))
+        return self._clock.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def _append(self, m: Message) -> int:
+        self.messages.append(m)
+        return len(self.messages) - 1
+
+    def system(self, text: str) -> int:
+        return self._append(Message("system", (Part.text(text),), timestamp=self._stamp((0, 0))))
+
+    def user(self, text: str) -> int:
+        return self._append(Message("user", (Part.text(text),), timestamp=self._stamp((20, 400))))
+
+    def say(self, text: str) -> int:
+        """An assistant message with text only (ends the agent's turn, or narrates)."""
+        return self._append(
+            Message("assistant", (Part.text(text),), timestamp=self._stamp((3, 40)))
+        )
+
+    def call_id(self) -> str:
+        while True:
+            cid = "call_" + "".join(self.rng.choice(ALNUM) for _ in range(24))
+            if cid not in self._call_ids:
+                self._call_ids.add(cid)
+                return cid
+
+    def parallel(self, calls: Sequence[ToolCall], text: str | None = None) -> Step:
+        """One assistant message making ``calls``, then one tool message per result, in order."""
+        ids = tuple(self.call_id() for _ in calls)
+        parts: list[Part] = [Part.text(text)] if text else []
+        parts.extend(Part.call(i, c.name, c.arguments) for i, c in zip(ids, calls, strict=True))
+        call_seq = self._append(
+            Message("assistant", tuple(parts), timestamp=self._stamp((2, 30)))
+        )
+        results = tuple(
+            self._append(
+                Message(
+                    "tool",
+                    (Part.response(i, c.result, name=c.name),),
+                    is_error=c.error,
+                    timestamp=self._stamp((1, 25)),
+                )
+            )
+            for i, c in zip(ids, calls, strict=True)
+        )
+        return Step(call_seq, results, ids)
+
+    def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        result: str,
+        *,
+        text: str | None = None,
+        error: bool = False,
+    ) -> Step:
+        return self.parallel([ToolCall(name, arguments, result, error)], text)
+
+    # --- ground truth -----------------------------------------------------------------------
+    def plant(self, category: str, anchor: str, source_seq: int, need_seq: int, note: str) -> None:
+        if category not in CATEGORIES:
+            raise ValueError(f"unknown category {category!r}")
+        self.deps.append(Dep(category, anchor, source_seq, need_seq, note))
+
+    def rows(self, session_id: str) -> list[dict[str, Any]]:
+        counters: dict[str, int] = {}
+        rows = []
+        for d in sorted(self.deps, key=lambda d: (d.need_seq, d.source_seq, d.category)):
+            counters[d.category] = counters.get(d.category, 0) + 1
+            rows.append(
+                {
+                    "session_id": session_id,
+                    "dep_id": f"{d.category}-{counters[d.category]}",
+                    "category": d.category,
+                    "anchor": d.anchor,
+                    "source_seq": d.source_seq,
+                    "need_seq": d.need_seq,
+                    "note": d.note,
+                }
+            )
+        return rows
+
+    def session(self, session_id: str, index: int, metadata: dict[str, Any]) -> Session:
+        messages = [replace(m, seq=i) for i, m in enumerate(self.messages)]
+        return Session(
+            source_format="synthetic",
+            source_session_id=session_id,
+            messages=messages,
+            key=session_id,
+            session_id=session_id,
+            source_location="synthetic",
+            source_record=index,
+            workload=self.workload,
+            metadata=metadata,
+        )
+
+
+# --- the invariants ---------------------------------------------------------------------------
+
+
+def message_strings(m: Message) -> list[str]:
+    """Every string of a message a later reader could copy from: text, arguments, results."""
+    out: list[str] = []
+    for p in m.parts:
+        if p.type in ("text", "reasoning", "tool_call_response") and p.content:
+            out.append(p.content)
+        elif p.type == "tool_call" and p.arguments:
+            out.append(p.arguments)
+    return out
+
+
+def call_index(messages: Sequence[Message]) -> dict[str, tuple[str, str]]:
+    """call id → (tool name, canonical JSON of its arguments)."""
+    out: dict[str, tuple[str, str]] = {}
+    for m in messages:
+        for p in m.calls:
+            try:
+                args = dumps_arguments(json.loads(p.arguments or "{}"))
+            except ValueError:
+                args = p.arguments or ""
+            out[p.id or ""] = (p.name or "", args)
+    return out
+
+
+def check_dependencies(messages: Sequence[Message], deps: Sequence[Dep]) -> list[str]:
+    """Every way the planted dependencies break the invariants; empty when they all hold."""
+    problems: list[str] = []
+    texts = [message_strings(m) for m in messages]
+    calls = call_index(messages)
+
+    def family(seq: int) -> tuple[str, str] | None:
+        resp = messages[seq].responses
+        return calls.get(resp[0].id or "") if resp else None
+
+    anchors = [d.anchor for d in deps]
+    for i, d in enumerate(deps):
+        tag = f"{d.category} {d.anchor[:40]!r} ({d.source_seq}->{d.need_seq})"
+        if d.category not in CATEGORIES:
+            problems.append(f"{tag}: unknown category")
+            continue
+        if not 0 < d.source_seq < d.need_seq < len(messages):
+            problems.append(f"{tag}: seqs out of order or range")
+            continue
+        if trivial(d.anchor):
+            problems.append(f"{tag}: trivial anchor")
+        for j, other in enumerate(anchors):
+            if j != i and (d.anchor in other or other in d.anchor):
+                problems.append(f"{tag}: overlaps another anchor {other[:40]!r}")
+        src, need = messages[d.source_seq], messages[d.need_seq]
+        # I1: in the source (a user's words or a tool result) and in the need (assistant).
+        if src.role == "user":
+            src_text = src.text
+        elif src.role == "tool" and src.responses:
+            src_text = "\n".join(p.content or "" for p in src.responses)
+        else:
+            src_text = ""
+            problems.append(f"{tag}: source is neither user text nor a tool result")
+        if d.anchor not in src_text:
+            problems.append(f"{tag}: anchor not in source")
+        if need.role != "assistant":
+            problems.append(f"{tag}: need is not an assistant message")
+        in_text = d.anchor in need.text
+        in_args = any(d.anchor in (p.arguments or "") for p in need.calls)
+        if not (in_text or in_args):
+            problems.append(f"{tag}: anchor not in need")
+        if in_args and not in_text and not json_safe(d.anchor):
+            problems.append(f"{tag}: anchor used in arguments is not JSON-safe")
+        # I2: nowhere else before the need.
+        for k in range(d.need_seq):
+            if k != d.source_seq and any(d.anchor in s for s in texts[k]):
+                problems.append(f"{tag}: also in message {k}")
+                break
+        # I4 and the per-category shapes.
+        results_before = [k for k in range(d.need_seq) if messages[k].responses]
+        errors_before = [k for k in results_before if messages[k].is_error]
+        fam = family(d.source_seq)
+        same_family = [k for k in results_before if fam is not None and family(k) == fam]
+        if d.category in PLAIN_SOURCE:
+            if src.role == "tool":
+                if any(k < d.source_seq for k in same_family):
+                    problems.append(f"{tag}: source repeats an earlier identical call")
+                if src.is_error:
+                    problems.append(f"{tag}: source is an error result")
+                if ROUTE.search(src_text):
+                    problems.append(f"{tag}: source announces a recovery route")
+        if d.category == "verbatim_source":
+            if len(d.anchor) < VERBATIM_MIN_CHARS:
+                problems.append(f"{tag}: verbatim span shorter than {VERBATIM_MIN_CHARS}")
+            if "\n" in d.anchor and not in_text:
+                problems.append(f"{tag}: multi-line span used in arguments")
+            at = src_text.find(d.anchor)
+            if at >= 0:
+                n = len(src_text)
+                if at < VERBATIM_MIN_EDGE * n or at + len(d.anchor) > (1 - VERBATIM_MIN_EDGE) * n:
+                    problems.append(f"{tag}: span not in the middle of its body")
+                if src_text.count(d.anchor) != 1:
+                    problems.append(f"{tag}: span not unique in its body")
+        elif d.category == "behavioural_contract":
+            if src.role != "user":
+                problems.append(f"{tag}: contract source is not a user turn")
+            if not in_text:
+                problems.append(f"{tag}: contract not honoured in assistant text")
+            if not any(messages[k].is_user_turn for k in range(d.source_seq + 1, d.need_seq)):
+                problems.append(f"{tag}: contract turn is the latest user turn before the need")
+        elif d.category == "live_state":
+            latest_of_family = (
+                src.role == "tool"
+                and len(same_family) >= 2
+                and max(same_family) == d.source_seq
+                and not any(d.anchor in texts[k][0] for k in same_family if k != d.source_seq)
+            )
+            current_error = bool(errors_before) and errors_before[-1] == d.source_seq
+            if not (latest_of_family or current_error):
+                problems.append(f"{tag}: not the latest of its family nor the current error")
+        elif d.category == "recovery_routing":
+            routes = [m.group(1) for m in ROUTE.finditer(src_text)]
+            if d.anchor not in routes:
+                problems.append(f"{tag}: anchor is not an announced route")
+            if not in_args:
+                problems.append(f"{tag}: route not followed by a tool call")
+    return problems

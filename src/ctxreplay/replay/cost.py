@@ -1,0 +1,218 @@
+"""The cost model: what the requests after a cut would have cost with and without the view.
+
+Request cost (ACF study): ``r_in·(P − K) + r_cache·K + r_out·O`` for prompt P, cached K and
+completion O tokens. Prefix caching means K depends on what stayed identical since the previous
+request: an edit breaks the cache from the first edited position, so the first request after a
+commit pays full price for everything after that position (the cache-break cost).
+
+Traces rarely record cache hits. Where they do not, K is unknown between 0 (no caching) and the
+previous prompt (perfect prefix caching), so costs are given as a range [low, high], never as a
+point that silently assumes one of them.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..datasets.messages import Message
+
+#: OpenAI chat framing: tokens added per message and per request (reply priming)
+MESSAGE_OVERHEAD = 3
+REQUEST_OVERHEAD = 3
+
+
+@dataclass(frozen=True)
+class Tariff:
+    name: str
+    input: float  # USD per 1M prompt tokens not served from cache
+    cached_input: float  # USD per 1M cached prompt tokens
+    output: float  # USD per 1M completion tokens
+
+    def cost(self, prompt: int, cached: int, completion: int) -> float:
+        cached = max(0, min(cached, prompt))
+        return (
+            (prompt - cached) * self.input + cached * self.cached_input + completion * self.output
+        ) / 1e6
+
+
+class TariffError(ValueError):
+    pass
+
+
+@cache
+def _load(path: str | None) -> tuple[str, dict[str, Tariff]]:
+    if path is None:
+        text = resources.files("ctxreplay.data").joinpath("tariffs.toml").read_text()
+    else:
+        text = Path(path).read_text()
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise TariffError(f"{path or 'built-in tariffs'}: {e}") from None
+    models: dict[str, Tariff] = {}
+    for name, t in doc.get("models", {}).items():
+        try:
+            models[name] = Tariff(
+                name,
+                float(t["input"]),
+                float(t.get("cached_input", t["input"])),
+                float(t["output"]),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise TariffError(
+                f"tariff {name!r} in {path or 'built-in tariffs'}: needs input and output ({e})"
+            ) from None
+    return str(doc.get("default", next(iter(models), ""))), models
+
+
+def load_tariff(name: str | None = None, path: str | os.PathLike[str] | None = None) -> Tariff:
+    default, models = _load(str(path) if path else None)
+    key = name or default
+    if key not in models:
+        raise TariffError(f"unknown tariff {key!r}; available: {', '.join(sorted(models))}")
+    return models[key]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call along a session: the prompt it carried and what it produced."""
+
+    prompt: int
+    completion: int
+    recorded_cached: int | None = None
+
+
+def prompt_tokens(messages: Sequence[Message]) -> int:
+    return sum(m.tokens for m in messages) + MESSAGE_OVERHEAD * len(messages) + REQUEST_OVERHEAD
+
+
+def future_requests(
+    prefix_tokens: int, prefix_messages: int, future: Sequence[Message]
+) -> list[Request]:
+    """Requests of the future: one per assistant message, each carrying everything before it."""
+    out: list[Request] = []
+    running = prefix_tokens + MESSAGE_OVERHEAD * prefix_messages + REQUEST_OVERHEAD
+    for m in future:
+        if m.role == "assistant":
+            cached = (
+                m.usage.cached_tokens if m.usage and m.usage.cached_tokens is not None else None
+            )
+            out.append(Request(running, m.tokens, cached))
+        running += m.tokens + MESSAGE_OVERHEAD
+    return out
+
+
+@dataclass(frozen=True)
+class CaseCost:
+    """Costs of a case's future requests, without and with the policy's view."""
+
+    requests: int
+    input_baseline: int  # Σ prompt tokens, no edit
+    input_policy: int  # Σ prompt tokens with the view in place of the prefix
+    cached_max_baseline: int  # Σ cache-served tokens under perfect prefix caching
+    cached_max_policy: int
+    output: int
+    cache_break_tokens: int  # prefix tokens after the first edited position, re-paid once
+    usd_baseline: tuple[float, float]  # (low: perfect caching, high: no caching)
+    usd_policy: tuple[float, float]
+    recorded_cache: bool  # the trace recorded cache hits for every future request
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "input_baseline": self.input_baseline,
+            "input_policy": self.input_policy,
+            "cached_max_baseline": self.cached_max_baseline,
+            "cached_max_policy": self.cached_max_policy,
+            "output_tokens": self.output,
+            "cache_break_tokens": self.cache_break_tokens,
+            "usd_baseline_low": self.usd_baseline[0],
+            "usd_baseline_high": self.usd_baseline[1],
+            "usd_policy_low": self.usd_policy[0],
+            "usd_policy_high": self.usd_policy[1],
+            "recorded_cache": self.recorded_cache,
+        }
+
+
+def case_cost(
+    prefix: Sequence[Message],
+    view: Sequence[Message],
+    first_edit: int | None,
+    future: Sequence[Message],
+    tariff: Tariff,
+    planner_cost: float = 0.0,
+) -> CaseCost:
+    """``first_edit``: index in the prefix of the first message the view changed (None: none)."""
+    prefix_tokens = sum(m.tokens for m in prefix)
+    view_tokens = sum(m.tokens for m in view)
+    base = future_requests(prefix_tokens, len(prefix), future)
+    saved = (prefix_tokens + MESSAGE_OVERHEAD * len(prefix)) - (
+        view_tokens + MESSAGE_OVERHEAD * len(view)
+    )
+    policy = [Request(r.prompt - saved, r.completion) for r in base]
+    kept_before_edit = (
+        prompt_tokens(prefix[:first_edit]) - REQUEST_OVERHEAD
+        if first_edit is not None
+        else prefix_tokens
+    )
+    # perfect prefix caching: each request reuses the previous prompt; the first request after
+    # the cut reuses the prefix — or, with an edit, only what precedes the first edited message
+    prev_base = prompt_tokens(prefix)
+    prev_policy = kept_before_edit if first_edit is not None else prev_base
+    cached_base = cached_policy = 0
+    low_b = high_b = low_p = high_p = 0.0
+    recorded = bool(base) and all(r.recorded_cached is not None for r in base)
+    for rb, rp in zip(base, policy, strict=True):
+        kb = (
+            rb.recorded_cached
+            if recorded and rb.recorded_cached is not None
+            else min(prev_base, rb.prompt)
+        )
+        kp = (
+            min(prev_policy, rp.prompt) if not recorded else max(0, min(kb, rp.prompt, prev_policy))
+        )
+        cached_base += kb
+        cached_policy += kp
+        low_b += tariff.cost(rb.prompt, kb, rb.completion)
+        high_b += tariff.cost(rb.prompt, kb if recorded else 0, rb.completion)
+        low_p += tariff.cost(rp.prompt, kp, rp.completion)
+        high_p += tariff.cost(rp.prompt, kp if recorded else 0, rp.completion)
+        prev_base, prev_policy = rb.prompt, rp.prompt
+    cache_break = max(0, prompt_tokens(prefix) - kept_before_edit) if first_edit is not None else 0
+    return CaseCost(
+        requests=len(base),
+        input_baseline=sum(r.prompt for r in base),
+        input_policy=sum(r.prompt for r in policy),
+        cached_max_baseline=cached_base,
+        cached_max_policy=cached_policy,
+        output=sum(r.completion for r in base),
+        cache_break_tokens=cache_break,
+        usd_baseline=(low_b, high_b),
+        usd_policy=(low_p + planner_cost, high_p + planner_cost),
+        recorded_cache=recorded,
+    )
+
+
+def commit_benefit(
+    expected_requests: float,
+    saved_tokens: int,
+    cache_break_tokens: int,
+    tariff: Tariff,
+    planner_cost: float = 0.0,
+) -> float:
+    """Self-GC's cache-aware commit rule, in USD: N_future·(C − C′) − L_cache_break − L_GC.
+
+    Under prefix caching a kept token costs the cached rate on each later request, so
+    C − C′ = saved·r_cache; the one-off cache break re-pays the tokens after the first edit at
+    the full input rate instead of the cached one.
+    """
+    per_request = saved_tokens * tariff.cached_input / 1e6
+    break_cost = cache_break_tokens * (tariff.input - tariff.cached_input) / 1e6
+    return expected_requests * per_request - break_cost - planner_cost

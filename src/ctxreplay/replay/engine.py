@@ -1,0 +1,659 @@
+"""The replay engine: every case of a cases file through every policy, into a run folder.
+
+The I/O shell around the pure core (``outcome.replay_case``)::
+
+    RUN/manifest.json                      versions, fingerprints, policies with all parameters
+    RUN/figures/<policy>/chunk-NNNNN.parquet    one row per case: tokens, pruning rate, actions, cost
+    RUN/decisions/<policy>/chunk-NNNNN.parquet  one row per object: proposed and committed action
+    RUN/views/<policy>/chunk-NNNNN.parquet      enough to rebuild each view exactly
+    RUN/sidecar/ab/abcdef…                      archived payloads (content-addressed)
+
+Cases are cut into fixed chunks (whole sessions, in session order) before any worker starts, and
+each (chunk, policy) is one set of files written atomically by whichever process computed it: the
+output is identical for any number of workers, and a re-run skips every chunk already written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from .. import __version__
+from ..datasets.cases import read_cases
+from ..datasets.messages import Message
+from ..datasets.schema import PART, part_to_row, row_to_part
+from ..datasets.store import Corpus, created_at
+from ..datasets.tokenizer import get_tokenizer
+from ..policies.base import Policy, PrefixContext, make_policy, rebuild_policy
+from .cost import case_cost, load_tariff
+from .objects import ObjectIndex, build_index, part_tokens
+from .outcome import Outcome, replay_case
+from .sidecar import SidecarStore
+
+CHUNK_CASES = 64
+TABLES = ("figures", "decisions", "views")
+
+FIGURES = pa.schema(
+    [
+        ("policy", pa.string()),
+        ("policy_name", pa.string()),
+        ("case_id", pa.string()),
+        ("session_id", pa.string()),
+        ("cut", pa.int32()),
+        ("prefix_messages", pa.int32()),
+        ("prefix_tokens", pa.int64()),
+        ("view_messages", pa.int32()),
+        ("view_tokens", pa.int64()),
+        ("pruning_rate", pa.float64()),
+        ("n_objects", pa.int32()),
+        ("n_fold", pa.int32()),
+        ("n_mask", pa.int32()),
+        ("n_prune", pa.int32()),
+        ("n_planned", pa.int32()),
+        ("n_dropped", pa.int32()),
+        ("dropped_reasons", pa.string()),  # JSON {reason: count}
+        ("touched_latest_turn", pa.bool_()),
+        ("batch_rejected", pa.string()),
+        ("estimated_saving", pa.int64()),
+        ("committed", pa.bool_()),
+        ("commit_reason", pa.string()),
+        ("planner_failure", pa.string()),
+        ("planner_prompt_tokens", pa.int64()),
+        ("planner_completion_tokens", pa.int64()),
+        ("planner_usd", pa.float64()),
+        ("n_archives", pa.int32()),
+        ("requests", pa.int32()),
+        ("input_baseline", pa.int64()),
+        ("input_policy", pa.int64()),
+        ("cached_max_baseline", pa.int64()),
+        ("cached_max_policy", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("cache_break_tokens", pa.int64()),
+        ("usd_baseline_low", pa.float64()),
+        ("usd_baseline_high", pa.float64()),
+        ("usd_policy_low", pa.float64()),
+        ("usd_policy_high", pa.float64()),
+        ("recorded_cache", pa.bool_()),
+    ]
+)
+
+DECISIONS = pa.schema(
+    [
+        ("policy", pa.string()),
+        ("case_id", pa.string()),
+        ("session_id", pa.string()),
+        ("object_id", pa.string()),
+        ("kind", pa.string()),
+        ("tool_name", pa.string()),
+        ("turn", pa.int32()),
+        ("is_error", pa.bool_()),
+        ("superseded", pa.bool_()),
+        ("proposed", pa.string()),  # null: the plan did not mention the object
+        ("action", pa.string()),  # what the committed view did: keep|fold|mask|prune
+        ("dropped_reason", pa.string()),
+        ("tokens_before", pa.int64()),
+        ("tokens_after", pa.int64()),
+        ("note", pa.string()),
+        ("reason", pa.string()),
+        ("ref", pa.string()),
+    ]
+)
+
+ENTRY = pa.struct(
+    [
+        ("index", pa.int32()),  # position in the prefix; null for harness blocks
+        ("seq", pa.int32()),
+        ("role", pa.string()),
+        ("edited", pa.bool_()),
+        ("object_ids", pa.list_(pa.string())),
+        ("parts", pa.list_(PART)),  # null when the message is the prefix message unchanged
+        ("flags", pa.list_(pa.string())),
+        ("tokens", pa.int32()),
+    ]
+)
+ARCHIVE = pa.struct(
+    [
+        ("ref", pa.string()),
+        ("object_id", pa.string()),
+        ("handle", pa.string()),
+        ("pointer_visible", pa.bool_()),
+    ]
+)
+VIEWS = pa.schema(
+    [
+        ("policy", pa.string()),
+        ("case_id", pa.string()),
+        ("session_id", pa.string()),
+        ("cut", pa.int32()),
+        ("entries", pa.list_(ENTRY)),
+        ("archives", pa.list_(ARCHIVE)),
+        ("summary", pa.string()),
+    ]
+)
+SCHEMAS = {"figures": FIGURES, "decisions": DECISIONS, "views": VIEWS}
+
+
+class RunError(RuntimeError):
+    pass
+
+
+def slug(label: str) -> str:
+    """A folder name for a policy label: readable, safe, and unique (short hash)."""
+    readable = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)[:60]
+    return f"{readable}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
+
+
+def file_fingerprint(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+@dataclass
+class Chunk:
+    index: int
+    sessions: list[str]
+    cases: list[dict[str, Any]]
+
+
+def make_chunks(cases: pl.DataFrame, size: int = CHUNK_CASES) -> list[Chunk]:
+    """Whole sessions per chunk, in (session, cut) order, about ``size`` cases each."""
+    chunks: list[Chunk] = []
+    current = Chunk(0, [], [])
+    for (sid,), group in cases.sort(["session_id", "cut"]).group_by(
+        "session_id", maintain_order=True
+    ):
+        if current.cases and len(current.cases) + group.height > size:
+            chunks.append(current)
+            current = Chunk(len(chunks), [], [])
+        current.sessions.append(str(sid))
+        current.cases.extend(group.to_dicts())
+    if current.cases:
+        chunks.append(current)
+    return chunks
+
+
+@dataclass
+class PolicySummary:
+    label: str
+    cases: int = 0
+    pruning: float = 0.0
+    committed: int = 0
+    dropped: int = 0
+    failures: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class ReplaySummary:
+    run: Path
+    cases: int
+    chunks: int
+    computed: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    policies: list[PolicySummary] = field(default_factory=list)
+
+    def render(self) -> str:
+        lines = [
+            f"replayed {self.cases} cases × {len(self.policies)} policies in {self.seconds:.1f}s "
+            f"({self.computed} chunk-policies computed, {self.skipped} already done) → {self.run}",
+            f"{'policy':<40} {'cases':>6} {'pruned':>8} {'committed':>10} {'dropped':>8} {'failed':>7}",
+        ]
+        for p in self.policies:
+            lines.append(
+                f"{p.label[:40]:<40} {p.cases:>6} {p.pruning:>7.1%} {p.committed:>10} {p.dropped:>8} {p.failures:>7}"
+            )
+        return "\n".join(lines)
+
+
+# --- per-case work (runs in worker processes) -----------------------------------------------
+
+
+@lru_cache(maxsize=4)
+def _counter(tokenizer: str) -> Callable[[str], int]:
+    return lru_cache(maxsize=200_000)(get_tokenizer(tokenizer).count)
+
+
+def prefix_context(
+    case: dict[str, Any],
+    messages: Sequence[Message],
+    count: Callable[[str], int],
+    index_cache: dict[int, ObjectIndex],
+) -> tuple[PrefixContext, list[Message]]:
+    visible = [m for m in messages if m.visible]
+    prefix = tuple(m for m in visible if m.seq < case["cut"])
+    future = [m for m in visible if case["future_start"] <= m.seq < case["future_end"]]
+    index = index_cache.get(case["cut"])
+    if index is None:
+        index = index_cache[case["cut"]] = build_index(prefix, count)
+    return PrefixContext(case["case_id"], case["session_id"], prefix, index, count), future
+
+
+def outcome_rows(
+    outcome: Outcome,
+    ctx: PrefixContext,
+    case: dict[str, Any],
+    future: Sequence[Message],
+    tariff: Any,
+    name: str,
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    view = outcome.view
+    rehearsal = outcome.rehearsal
+    counts = {a: 0 for a in ("fold", "mask", "prune")}
+    for action in view.actions.values():
+        counts[action] = counts.get(action, 0) + 1
+    reasons: dict[str, int] = {}
+    for d in rehearsal.dropped:
+        reasons[d.reason] = reasons.get(d.reason, 0) + 1
+    first_edit = first_difference(ctx.messages, view.messages)
+    planner = outcome.planner
+    cost = case_cost(
+        ctx.messages, view.messages, first_edit, future, tariff, float(planner.get("usd") or 0.0)
+    )
+    figures = {
+        "policy": outcome.policy,
+        "policy_name": name,
+        "case_id": case["case_id"],
+        "session_id": case["session_id"],
+        "cut": case["cut"],
+        "prefix_messages": len(ctx.messages),
+        "prefix_tokens": view.prefix_tokens,
+        "view_messages": len(view.messages),
+        "view_tokens": view.tokens,
+        "pruning_rate": view.pruning_rate,
+        "n_objects": len(ctx.index.objects),
+        "n_fold": counts["fold"],
+        "n_mask": counts["mask"],
+        "n_prune": counts["prune"],
+        "n_planned": sum(1 for e in outcome.plan.edits if e.action != "keep"),
+        "n_dropped": len(rehearsal.dropped),
+        "dropped_reasons": json.dumps(reasons, sort_keys=True),
+        "touched_latest_turn": rehearsal.touched_latest_turn,
+        "batch_rejected": rehearsal.batch_rejected,
+        "estimated_saving": rehearsal.estimated_saving,
+        "committed": outcome.committed,
+        "commit_reason": outcome.commit_reason,
+        "planner_failure": outcome.planner_failure,
+        "planner_prompt_tokens": planner.get("prompt_tokens"),
+        "planner_completion_tokens": planner.get("completion_tokens"),
+        "planner_usd": planner.get("usd"),
+        "n_archives": len(view.archives),
+        **cost.as_row(),
+    }
+    proposed = {}
+    for e in outcome.plan.edits:
+        proposed.setdefault(e.object_id, e)
+    dropped = {d.edit.object_id: d.reason for d in rehearsal.dropped}
+    archive_of = {a.object_id: a.ref for a in view.archives}
+    after = _tokens_after(outcome, ctx)
+    decisions = []
+    for obj in ctx.index.objects:
+        edit = proposed.get(obj.id)
+        action = view.actions.get(obj.id, "keep")
+        decisions.append(
+            {
+                "policy": outcome.policy,
+                "case_id": case["case_id"],
+                "session_id": case["session_id"],
+                "object_id": obj.id,
+                "kind": obj.kind,
+                "tool_name": obj.tool_name,
+                "turn": obj.turn,
+                "is_error": obj.is_error,
+                "superseded": obj.superseded_by is not None,
+                "proposed": edit.action if edit else None,
+                "action": action,
+                "dropped_reason": dropped.get(obj.id),
+                "tokens_before": obj.tokens,
+                "tokens_after": after.get(obj.id, obj.tokens),
+                "note": edit.note if edit else None,
+                "reason": edit.reason if edit else None,
+                "ref": archive_of.get(obj.id),
+            }
+        )
+    entries = []
+    for m, o in zip(view.messages, view.origins, strict=True):
+        entries.append(
+            {
+                "index": o.index,
+                "seq": m.seq,
+                "role": m.role,
+                "edited": o.edited,
+                "object_ids": list(o.object_ids),
+                "parts": [part_to_row(p) for p in m.parts] if o.edited or o.index is None else None,
+                "flags": list(m.flags) or None,
+                "tokens": m.tokens,
+            }
+        )
+    views = {
+        "policy": outcome.policy,
+        "case_id": case["case_id"],
+        "session_id": case["session_id"],
+        "cut": case["cut"],
+        "entries": entries,
+        "archives": [
+            {
+                "ref": a.ref,
+                "object_id": a.object_id,
+                "handle": a.handle,
+                "pointer_visible": a.pointer_visible,
+            }
+            for a in view.archives
+        ],
+        "summary": outcome.plan.summary if outcome.committed else None,
+    }
+    return figures, decisions, views
+
+
+def first_difference(prefix: Sequence[Message], view: Sequence[Message]) -> int | None:
+    """Index of the first prefix message the view changed: the prompt cache breaks there."""
+    for i, m in enumerate(prefix):
+        if i >= len(view) or view[i] != m:
+            return i
+    return None if len(view) == len(prefix) else len(prefix)
+
+
+def _tokens_after(outcome: Outcome, ctx: PrefixContext) -> dict[str, int]:
+    """Tokens each edited object holds in the view (pointer, mask, placeholder or nothing)."""
+    out: dict[str, int] = {oid: 0 for oid in outcome.view.actions}
+    count = ctx.count
+    for m, o in zip(outcome.view.messages, outcome.view.origins, strict=True):
+        if o.index is None:
+            for oid in o.object_ids:
+                out[oid] = out.get(oid, 0) + m.tokens
+            continue
+        if not o.edited:
+            continue
+        for p in m.parts:
+            if p.type in ("tool_call", "tool_call_response"):
+                for oid in o.object_ids:
+                    obj = ctx.index[oid]
+                    if obj.kind == "function" and obj.call_id == p.id and oid in out:
+                        out[oid] += part_tokens(p, count)
+    return out
+
+
+def run_chunk(
+    corpus_path: str,
+    tokenizer: str,
+    chunk: Chunk,
+    policies: list[dict[str, Any]],
+    out: str,
+    tariff: dict[str, Any],
+) -> list[tuple[str, int, float, int, int, int]]:
+    """Compute one chunk for the given policies and write its files. Returns per-policy stats."""
+    from .cost import Tariff
+
+    corpus = Corpus(corpus_path)
+    count = _counter(tokenizer)
+    built = [rebuild_policy(p) for p in policies]
+    sidecar = SidecarStore(Path(out) / "sidecar")
+    sessions = dict(corpus.iter_sessions(chunk.sessions))
+    rows: dict[str, dict[str, list[dict[str, Any]]]] = {
+        p.label: {t: [] for t in TABLES} for p in built
+    }
+    stats = []
+    t = Tariff(**tariff)
+    timings = {p.label: 0.0 for p in built}
+    for sid in chunk.sessions:
+        messages = sessions.get(sid)
+        if messages is None:
+            raise RunError(f"session {sid} named by the cases is not in the corpus")
+        index_cache: dict[int, ObjectIndex] = {}
+        for case in (c for c in chunk.cases if c["session_id"] == sid):
+            ctx, future = prefix_context(case, messages, count, index_cache)
+            for policy in built:
+                started = time.perf_counter()
+                outcome = replay_case(policy, ctx)
+                timings[policy.label] += time.perf_counter() - started
+                sidecar.put_all(outcome.view.archives)
+                f, d, v = outcome_rows(outcome, ctx, case, future, t, policy.name)
+                rows[policy.label]["figures"].append(f)
+                rows[policy.label]["decisions"].extend(d)
+                rows[policy.label]["views"].append(v)
+    for policy in built:
+        for table in TABLES:
+            _atomic_write(
+                rows[policy.label][table],
+                SCHEMAS[table],
+                _chunk_path(Path(out), table, policy.label, chunk.index),
+            )
+        figs = rows[policy.label]["figures"]
+        stats.append(
+            (
+                policy.label,
+                len(figs),
+                timings[policy.label],
+                sum(1 for f in figs if f["committed"]),
+                sum(f["n_dropped"] for f in figs),
+                sum(1 for f in figs if f["planner_failure"]),
+            )
+        )
+        policy.close()
+    return stats
+
+
+def _chunk_path(run: Path, table: str, label: str, index: int) -> Path:
+    return run / table / slug(label) / f"chunk-{index:05d}.parquet"
+
+
+def _atomic_write(rows: list[dict[str, Any]], schema: pa.Schema, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp, compression="zstd")
+    os.replace(tmp, path)
+
+
+def _done(run: Path, label: str, index: int) -> bool:
+    return all(_chunk_path(run, t, label, index).exists() for t in TABLES)
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+def run_replay(
+    corpus_path: str | os.PathLike[str],
+    cases_path: str | os.PathLike[str],
+    policy_specs: Sequence[str | Policy],
+    out: str | os.PathLike[str],
+    *,
+    workers: int = 2,
+    tariff: str | None = None,
+    tariffs_path: str | None = None,
+    chunk_size: int = CHUNK_CASES,
+    progress: bool = True,
+    seed: int = 0,
+) -> ReplaySummary:
+    started = time.perf_counter()
+    corpus = Corpus(corpus_path)
+    cases, cases_meta = read_cases(cases_path)
+    cases_file = (
+        Path(cases_path) if Path(cases_path).is_file() else Path(cases_path) / "cases.parquet"
+    )
+    policies = [make_policy(s) for s in policy_specs]
+    labels = [p.label for p in policies]
+    if len(set(labels)) != len(labels):
+        raise RunError(f"the same policy is given twice: {labels}")
+    run = Path(out)
+    run.mkdir(parents=True, exist_ok=True)
+    tariff_obj = load_tariff(tariff, tariffs_path)
+    manifest = _manifest(
+        run, corpus, cases_file, cases_meta, policies, tariff_obj, chunk_size, seed
+    )
+    chunks = make_chunks(cases, chunk_size)
+    summary = ReplaySummary(run, cases.height, len(chunks))
+    todo: list[tuple[Chunk, list[dict[str, Any]]]] = []
+    for chunk in chunks:
+        missing = [p.describe() for p in policies if not _done(run, p.label, chunk.index)]
+        summary.skipped += len(policies) - len(missing)
+        if missing:
+            todo.append((chunk, missing))
+    total = sum(len(c.cases) * len(m) for c, m in todo)
+    per_policy: dict[str, PolicySummary] = {label: PolicySummary(label) for label in labels}
+    bar = tqdm(total=total, unit="case", desc="replay", disable=not progress)
+    args = [
+        (str(corpus.path), corpus.tokenizer_name, c, m, str(run), tariff_obj.__dict__)
+        for c, m in todo
+    ]
+
+    def collect(stats: list[tuple[str, int, float, int, int, int]]) -> None:
+        for label, n, secs, *_ in stats:
+            per_policy[label].seconds += secs
+            bar.update(n)
+            summary.computed += 1
+
+    if workers > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for fut in as_completed([pool.submit(run_chunk, *a) for a in args]):
+                collect(fut.result())
+    else:
+        for a in args:
+            collect(run_chunk(*a))
+    bar.close()
+    _finish_summary(run, per_policy)
+    summary.policies = list(per_policy.values())
+    summary.seconds = time.perf_counter() - started
+    manifest["completed_at"] = created_at()
+    (run / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+def _finish_summary(run: Path, per_policy: dict[str, PolicySummary]) -> None:
+    """Totals per policy from what is on disk (computed now or in an earlier run)."""
+    for label, s in per_policy.items():
+        folder = run / "figures" / slug(label)
+        if not folder.exists():
+            continue
+        frame = pl.read_parquet(folder / "*.parquet")
+        s.cases = frame.height
+        s.pruning = float(frame["pruning_rate"].mean() or 0.0)
+        s.committed = int(frame["committed"].sum())
+        s.dropped = int(frame["n_dropped"].sum())
+        s.failures = int(frame["planner_failure"].is_not_null().sum())
+
+
+def _manifest(
+    run: Path,
+    corpus: Corpus,
+    cases_file: Path,
+    cases_meta: dict[str, Any],
+    policies: list[Policy],
+    tariff: Any,
+    chunk_size: int,
+    seed: int,
+) -> dict[str, Any]:
+    path = run / "manifest.json"
+    fresh = {
+        "kind": "ctxreplay-run",
+        "ctxreplay_version": __version__,
+        "created_at": created_at(),
+        "corpus_path": str(corpus.path.resolve()),
+        "corpus_fingerprint": corpus.fingerprint(),
+        "cases_path": str(cases_file.resolve()),
+        "cases_fingerprint": file_fingerprint(cases_file),
+        "cases": cases_meta,
+        "tokenizer": corpus.manifest.get("tokenizer"),
+        "tariff": tariff.__dict__,
+        "chunk_size": chunk_size,
+        "seed": seed,
+        "policies": {p.label: {**p.describe(), "folder": slug(p.label)} for p in policies},
+    }
+    if not path.exists():
+        path.write_text(json.dumps(fresh, indent=2, sort_keys=True) + "\n")
+        return fresh
+    old = json.loads(path.read_text())
+    for key in ("corpus_fingerprint", "cases_fingerprint", "chunk_size"):
+        if old.get(key) != fresh[key]:
+            raise RunError(
+                f"{run} was made from a different {key.replace('_', ' ')} "
+                f"({old.get(key)} ≠ {fresh[key]}); use a new run folder"
+            )
+    old["policies"].update(fresh["policies"])
+    old["ctxreplay_version"] = __version__
+    path.write_text(json.dumps(old, indent=2, sort_keys=True) + "\n")
+    return old
+
+
+# --- reading a run back -------------------------------------------------------------------
+
+
+class Run:
+    """A run folder, read back."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        manifest = self.path / "manifest.json"
+        if not manifest.exists():
+            raise RunError(f"{self.path} is not a ctxreplay run (no manifest.json)")
+        self.manifest: dict[str, Any] = json.loads(manifest.read_text())
+
+    @property
+    def corpus(self) -> Corpus:
+        return Corpus(self.manifest["corpus_path"])
+
+    @property
+    def policies(self) -> list[str]:
+        return list(self.manifest["policies"])
+
+    def resolve_policy(self, name: str) -> str:
+        if name in self.manifest["policies"]:
+            return name
+        matches = [label for label, d in self.manifest["policies"].items() if d["name"] == name]
+        if len(matches) == 1:
+            return matches[0]
+        raise RunError(f"policy {name!r} is not in this run; it has: {', '.join(self.policies)}")
+
+    def table(self, table: str, policy: str | None = None) -> pl.DataFrame:
+        labels = [self.resolve_policy(policy)] if policy else self.policies
+        frames = [
+            pl.read_parquet(self.path / table / slug(label) / "*.parquet")
+            for label in labels
+            if (self.path / table / slug(label)).exists()
+        ]
+        if not frames:
+            return pl.from_arrow(SCHEMAS[table].empty_table())  # type: ignore[return-value]
+        return pl.concat(frames, how="vertical_relaxed")
+
+    def view_row(self, case_id: str, policy: str) -> dict[str, Any]:
+        label = self.resolve_policy(policy)
+        frame = self.table("views", label).filter(pl.col("case_id") == case_id)
+        if frame.height == 0:
+            raise RunError(f"no view for case {case_id!r} under {label}")
+        return frame.row(0, named=True)
+
+    def load_view(
+        self, case_id: str, policy: str, session: Sequence[Message] | None = None
+    ) -> list[Message]:
+        """The exact view of a case, rebuilt from views.parquet and the corpus."""
+        row = self.view_row(case_id, policy)
+        messages = session if session is not None else self.corpus.load_session(row["session_id"])
+        prefix = [m for m in messages if m.visible and m.seq < row["cut"]]
+        out: list[Message] = []
+        for e in row["entries"]:
+            if e["parts"] is None:
+                out.append(prefix[e["index"]])
+            else:
+                out.append(
+                    Message(
+                        role=e["role"],
+                        parts=tuple(row_to_part(p) for p in e["parts"]),
+                        seq=e["seq"],
+                        tokens=e["tokens"],
+                        flags=tuple(e["flags"] or ()),
+                        is_error=prefix[e["index"]].is_error if e["index"] is not None else False,
+                    )
+                )
+        return out
