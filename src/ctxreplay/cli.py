@@ -129,8 +129,12 @@ def info_cmd(corpus: Path) -> None:
 def export_cmd(corpus: Path, out: Path, sessions: tuple[str, ...]) -> None:
     """Export a corpus to OpenAI chat JSONL (one session per line)."""
     from .datasets.export import export_corpus
+    from .datasets.store import CorpusError
 
-    n = export_corpus(corpus, out, list(sessions) or None)
+    try:
+        n = export_corpus(corpus, out, list(sessions) or None)
+    except CorpusError as e:
+        _fail(str(e), 2)
     click.echo(f"exported {n} sessions → {out}")
 
 
@@ -317,6 +321,22 @@ def show_cmd(run: Path, case: str, policy: str, width: int) -> None:
         click.echo(render_show(Run(run), case, policy, width))
     except RunError as e:
         _fail(str(e), 2)
+
+
+@main.command("demo")
+@click.option("-o", "--out", "out", type=click.Path(path_type=Path), default=Path("ctxreplay-demo"), show_default=True)
+@click.option("--sessions", type=int, default=200, show_default=True, help="Synthetic sessions.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--workers", type=int, default=2, show_default=True)
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def demo_cmd(out: Path, sessions: int, seed: int, workers: int, quiet: bool) -> None:
+    """The whole job on the built-in synthetic corpus, offline: every policy, judged, reported."""
+    from .pipeline import PipelineConfig, run_pipeline
+
+    run_pipeline(
+        PipelineConfig(out=out, synth_sessions=sessions, seed=seed, workers=workers, progress=not quiet),
+        echo=click.echo,
+    )
 
 
 def _open_corpus(path: Path):

@@ -63,7 +63,10 @@ class Part:
         """The strings a tokenizer counts for this part (media payloads are counted, not tokenised)."""
         if self.type in MEDIA_PART_TYPES:
             return ()
-        return tuple(s for s in (self.name, self.arguments, self.content) if s)
+        if self.type == "tool_call":
+            return tuple(s for s in (self.name, self.arguments) if s)
+        # a result's ``name`` is bookkeeping (the tool it answers), not text the model reads
+        return (self.content,) if self.content else ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,7 +116,11 @@ def rehearse(
             looks_like_object = edit.object_id.startswith(("conversation:user:", "function:"))
             drop(edit, "unknown_id" if looks_like_object else "not_target", edit.object_id)
             continue
-        if obj.protected or (obj.kind == "user_turn" and obj.id == index.latest_turn):
+        if (
+            obj.protected
+            or (obj.kind == "user_turn" and obj.id == index.latest_turn)
+            or _in_latest_user_message(obj, index)
+        ):
             touched_latest = touched_latest or edit.action != "keep"
             if edit.action != "keep":
                 drop(edit, "protected", obj.id)
@@ -162,6 +166,14 @@ def _overlap(
         if obj.kind == "user_turn" and other.kind == "function" and other.call_index in _span(obj):
             return other.id
     return None
+
+
+def _in_latest_user_message(obj: ContextObject, index: ObjectIndex) -> bool:
+    """A function whose result sits in the message carrying the latest user turn's words
+    (Anthropic keeps tool results in user messages): editing it would change that message."""
+    if obj.kind != "function" or index.latest_turn is None:
+        return False
+    return index[index.latest_turn].messages[0] in (obj.call_index, obj.result_index)
 
 
 def _splits_pair(turn: ContextObject, index: ObjectIndex, messages: Sequence[Message]) -> bool:

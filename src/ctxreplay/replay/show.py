@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 
 import polars as pl
 
@@ -27,7 +26,9 @@ def _snippet(m: Message | None, width: int) -> str:
         else:
             pieces.append(f"[{p.modality or p.type} {p.mime_type or ''}]")
     text = " ".join(" ".join(pieces).split())
-    return textwrap.shorten(text, width=width, placeholder=" …") if text else "(empty)"
+    if not text:
+        return "(empty)"
+    return text if len(text) <= width else text[: width - 2] + " …"
 
 
 def render_show(run: Run, case_id: str, policy: str, width: int = 160) -> str:

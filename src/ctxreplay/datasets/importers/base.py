@@ -88,12 +88,7 @@ class Importer:
         detail: str,
         json_path: str | None = None,
     ) -> Reject:
-        source_id = None
-        if record is not None and isinstance(record.value, dict):
-            for key in ("session_id", "id", "instance_id", "task_id", "conversation_id"):
-                if isinstance(record.value.get(key), str | int):
-                    source_id = str(record.value[key])
-                    break
+        source_id = source_id_of(record.value) if record is not None else None
         return Reject(
             source_location=str(path),
             reason=reason,
@@ -145,6 +140,15 @@ def find_bad_utf8(value: Any, path: str = "$") -> str | None:
     return None
 
 
+def source_id_of(value: Any) -> str | None:
+    """The source's own session id of a record, when it names one."""
+    if isinstance(value, dict):
+        for key in ("session_id", "id", "instance_id", "task_id", "conversation_id"):
+            if isinstance(value.get(key), str | int) and not isinstance(value.get(key), bool):
+                return str(value[key])
+    return None
+
+
 def _checked(record: Record, fmt: str, path: Path) -> Record | Reject:
     bad = find_bad_utf8(record.value)
     if bad is None:
@@ -157,6 +161,7 @@ def _checked(record: Record, fmt: str, path: Path) -> Record | Reject:
         source_format=fmt,
         record=record.index,
         line=record.line,
+        session_id=source_id_of(record.value),
         json_path=bad,
     )
 
@@ -374,9 +379,7 @@ def media_part(item: dict[str, Any], modality: str, where: str) -> Part:
     inner = (
         item.get("image_url") or item.get("input_audio") or item.get("file") or item.get("source")
     )
-    url = (
-        item.get("url") or item.get("image_url") if isinstance(item.get("image_url"), str) else None
-    )
+    url = item.get("url") or (item.get("image_url") if isinstance(item.get("image_url"), str) else None)
     mime = None
     data = None
     if isinstance(inner, dict):

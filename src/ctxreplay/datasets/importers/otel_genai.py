@@ -9,7 +9,8 @@ text or arrays of ``{role, parts[{type: text|tool_call|tool_call_response|reason
 finish_reason}``) and optionally ``gen_ai.system_instructions`` (a list of parts or a string), on
 the span, on one of its events, or on a log record. Spans without these are ignored (their record
 indexes are listed in ``ignored_records``); a messages attribute that is not valid JSON rejects
-that span (the reject names the attribute's JSON path; ``raw`` is the record holding it).
+that span (the reject names the attribute's JSON path; ``raw`` is the record holding it). When a
+rebuilt conversation fails validation, every record that contributed a call is rejected with it.
 
 Sessions. ``gen_ai.conversation.id`` is the session key (also OpenInference ``session.id`` and
 Langfuse ``session_id`` / ``langfuse.session.id``; a span without one takes the id of another span
@@ -418,9 +419,20 @@ class OtelGenAIImporter(Importer):
             groups.setdefault(key, []).append(replace(c, conversation=conversation))
         for key, group in groups.items():
             final = max(group, key=lambda c: (len(c.history), c.order))  # latest among longest
-            yield from self.guarded(
-                path, final.record, lambda k=key, g=group, f=final: [self._session(path, k, g, f)]
+            results = list(
+                self.guarded(
+                    path,
+                    final.record,
+                    lambda k=key, g=group, f=final: [self._session(path, k, g, f)],
+                )
             )
+            yield from results
+            if results and isinstance(results[0], Reject):  # the other records go down with it
+                why = results[0]
+                others = {c.record.index: c for c in group if c.record.index != final.record.index}
+                for c in others.values():
+                    detail = f"its conversation ({key}) was rejected: {why.detail}"
+                    yield self.reject(path, c.record, why.reason, detail, c.where)
 
     def _calls(
         self, path: Path, record: Record, by_trace: dict[str, str]

@@ -73,12 +73,19 @@ class SessionBuilder:
     deps: list[Dep] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        #: a session-wide size factor, so the corpus has a tail of long sessions
+        self.scale = self.rng.choice((1.0, 1.0, 1.0, 1.35, 1.7))
         self.pool = AnchorPool(self.rng)
         self._call_ids: set[str] = set()
         start = datetime(2025, 1, 6, 8, 0, 0) + timedelta(
             days=self.rng.randint(0, 300), minutes=self.rng.randint(0, 600)
         )
         self._clock = start
+
+    def size(self, lo: int, hi: int, cap: int | None = None) -> int:
+        """A length drawn from ``[lo, hi]`` times the session's scale (at most ``cap``)."""
+        n = int(self.rng.randint(lo, hi) * self.scale)
+        return min(n, cap) if cap is not None else n
 
     # --- appending ----------------------------------------------------------------------
     @property
@@ -143,6 +150,18 @@ class SessionBuilder:
         error: bool = False,
     ) -> Step:
         return self.parallel([ToolCall(name, arguments, result, error)], text)
+
+    def seen(self, text: str) -> bool:
+        """True when ``text`` already occurs in some message of the session."""
+        return any(text in s for m in self.messages for s in message_strings(m))
+
+    def occurrences(self, text: str) -> int:
+        """How many messages so far hold ``text``."""
+        return sum(1 for m in self.messages if any(text in s for s in message_strings(m)))
+
+    def user_turns_since(self, seq: int) -> int:
+        """How many user turns were appended after message ``seq``."""
+        return sum(1 for m in self.messages[seq + 1 :] if m.is_user_turn)
 
     # --- ground truth -----------------------------------------------------------------------
     def plant(self, category: str, anchor: str, source_seq: int, need_seq: int, note: str) -> None:

@@ -9,7 +9,7 @@ placed by the workloads themselves; filler text is built so it never contains th
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 FIRST_NAMES = (
     "Maja", "Tomasz", "Lena", "Jonas", "Amira", "Kenji", "Sofia", "Mateo", "Ingrid", "Rafael",
@@ -107,6 +107,7 @@ class Prose:
 
     def fill(self, template: str) -> str:
         out: list[str] = []
+        used: set[str] = set()
         i = 0
         while i < len(template):
             j = template.find("{", i)
@@ -115,7 +116,13 @@ class Prose:
                 break
             k = template.index("}", j)
             out.append(template[i:j])
-            out.append(self._value(template[j + 1 : k]))
+            value = self._value(template[j + 1 : k])
+            for _ in range(5):  # the same word twice in one sentence reads as a bug
+                if value not in used:
+                    break
+                value = self._value(template[j + 1 : k])
+            used.add(value)
+            out.append(value)
             i = k + 1
         return sentence_case("".join(out))
 
@@ -127,20 +134,28 @@ class Prose:
             return f"{rng.randint(2, 61)}.{rng.randint(0, 9)}%"
         if key == "year":
             return str(rng.choice((2019, 2020, 2021, 2022, 2023, 2024)))
+        if key == "fyear":
+            return str(rng.choice((2027, 2028, 2030, 2032, 2035)))
         if key == "month":
             return rng.choice(MONTHS)
         return rng.choice(list(self.lexicon[key]))
 
-    def sentences(self, templates: Sequence[str], n: int) -> list[str]:
-        """``n`` sentences, avoiding an immediate repeat of the same template."""
+    def sentences(
+        self, templates: Sequence[str], n: int, avoid: Collection[str] = ()
+    ) -> list[str]:
+        """``n`` sentences, avoiding an immediate repeat of a template and any text in ``avoid``."""
         out: list[str] = []
         last = -1
         for _ in range(n):
-            idx = self.rng.randrange(len(templates))
-            if idx == last and len(templates) > 1:
-                idx = (idx + 1) % len(templates)
+            for _attempt in range(50):
+                idx = self.rng.randrange(len(templates))
+                if idx == last and len(templates) > 1:
+                    idx = (idx + 1) % len(templates)
+                sentence = self.fill(templates[idx])
+                if sentence not in avoid:
+                    break
             last = idx
-            out.append(self.fill(templates[idx]))
+            out.append(sentence)
         return out
 
     def paragraph(self, templates: Sequence[str], lo: int = 3, hi: int = 6) -> str:

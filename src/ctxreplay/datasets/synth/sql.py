@@ -1,0 +1,404 @@
+"""SQL / BI workload: an analyst agent explores a warehouse and reports figures.
+
+Planted dependencies:
+
+- ``locator_handle``: table names seen only in ``list_tables`` then described; an entity's UUID
+  from a top-N result, used in a later drill-down query.
+- ``verbatim_source``: a revenue expression from the middle of a view definition
+  (``describe_table`` of the reporting view), copied into ``run_sql``.
+- ``evidence_detail``: result cells reported right away and in the closing summary.
+- ``live_state``: a cell that exists only in the re-run of the same intraday query.
+- ``recovery_routing``: the saved CSV of a truncated result, read with ``read_file``.
+- ``behavioural_contract``: a reporting rule from the first user turn, honoured at the end.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .builder import SessionBuilder, ToolCall
+from .common import READ_FILE, TRUNCATION_NOTE, middle_spans, tool, tools_block, truncated
+from .vocab import COMPANIES, MONTHS, REGIONS, pick, table
+
+NAME = "sql"
+
+DOMAINS = (
+    {
+        "desc": "an online retailer of office equipment",
+        "warehouse": "retail_dw",
+        "fact": "analytics.fct_orders",
+        "lines": "analytics.fct_order_lines",
+        "dim": "analytics.dim_customer",
+        "view": "reporting.v_net_revenue",
+        "entity": "customer",
+        "doc": "order",
+        "prefix": "SO",
+        "measure": "net_revenue_eur",
+        "label": "net revenue",
+        "bought": "bought",
+        "categories": ("Seating", "Desks", "Displays", "Peripherals", "Audio", "Storage", "Lighting", "Consumables"),
+        "channels": ("web", "marketplace", "sales_team"),
+    },
+    {
+        "desc": "a B2B software company with subscription billing",
+        "warehouse": "billing_dw",
+        "fact": "billing.fct_invoices",
+        "lines": "billing.fct_invoice_lines",
+        "dim": "billing.dim_account",
+        "view": "reporting.v_recognised_revenue",
+        "entity": "account",
+        "doc": "invoice",
+        "prefix": "INV",
+        "measure": "recognised_revenue_eur",
+        "label": "recognised revenue",
+        "bought": "were billed for",
+        "categories": ("Team plan", "Business plan", "Enterprise plan", "SSO add-on", "Audit log add-on", "Extra storage", "Premium support", "Onboarding"),
+        "channels": ("self_serve", "sales_led", "partner"),
+    },
+    {
+        "desc": "a European freight forwarder",
+        "warehouse": "ops_dw",
+        "fact": "ops.fct_shipments",
+        "lines": "ops.fct_shipment_legs",
+        "dim": "ops.dim_shipper",
+        "view": "reporting.v_billable_freight",
+        "entity": "shipper",
+        "doc": "shipment",
+        "prefix": "SHP",
+        "measure": "billable_freight_eur",
+        "label": "billable freight",
+        "bought": "shipped",
+        "categories": ("Pallet", "Parcel", "Reefer", "Hazmat", "Oversize", "Express", "Economy", "Customs brokerage"),
+        "channels": ("road", "rail", "sea"),
+    },
+)  # fmt: skip
+
+EXTRA_TABLES = (
+    ("analytics.dim_date", "Calendar with fiscal periods."),
+    ("analytics.dim_region", "Sales regions and their country mapping."),
+    ("analytics.dim_product", "Products and categories (SCD2)."),
+    ("staging.raw_events", "Raw clickstream, 30 days retention."),
+    ("staging.raw_payments", "Payment provider webhooks, unparsed."),
+    ("audit.load_log", "One row per table load of the nightly pipeline."),
+    ("audit.dq_checks", "Data quality check results per run."),
+    ("marketing.fct_campaign_touches", "Attributed campaign touches."),
+    ("finance.fx_rates_daily", "ECB reference rates, daily."),
+    ("finance.gl_postings", "General ledger postings exported from the ERP."),
+    ("support.fct_tickets", "Support tickets with SLA timestamps."),
+    ("sandbox.tmp_backfill_2023", "Temporary backfill table, do not use."),
+    ("hr.dim_employee", "Employees (restricted)."),
+    ("analytics.fct_sessions", "Web sessions, sessionised."),
+    ("analytics.fct_inventory_daily", "End-of-day stock per warehouse."),
+)
+STATUSES = ("pending", "confirmed", "shipped", "on_hold")
+
+TOOLS = [
+    tool("list_tables", "List the tables and views of the warehouse with row counts."),
+    tool("describe_table", "Columns, types and comments of a table; view definitions for views.",
+         table=("string", "schema.table")),
+    tool("run_sql", "Run a read-only SQL query (DuckDB dialect) and return the result as a table.",
+         query=("string", "The query.")),
+    READ_FILE,
+]  # fmt: skip
+
+CONTRACTS = (
+    (
+        "Always report amounts in EUR with two decimals, finance will paste them as they are.",
+        "in EUR with two decimals",
+        "All amounts above are in EUR with two decimals, as you asked.",
+    ),
+    (
+        "Exclude internal test accounts from every figure, they distort the small regions.",
+        "internal test accounts",
+        "As you asked, internal test accounts are excluded from every figure.",
+    ),
+    (
+        "Only ever run read-only queries; the warehouse is shared with the nightly load.",
+        "read-only queries",
+        "I only ran read-only queries, as agreed, so the nightly load was not affected.",
+    ),
+    (
+        "Use the reporting view's revenue definition, not a home-made one, so we match finance.",
+        "revenue definition, not a home-made one",
+        "All revenue figures use the reporting view's revenue definition, not a home-made one, as you asked.",
+    ),
+)
+
+
+def _cols(d: dict) -> dict[str, list[tuple[str, str, str]]]:
+    doc, ent = d["doc"], d["entity"]
+    return {
+        d["fact"]: [
+            (f"{doc}_id", "VARCHAR", "Primary key."), (f"{ent}_id", "UUID", f"FK to the {ent} dimension."),
+            (f"{doc}_date", "DATE", "Business date (Europe/Amsterdam)."), ("region", "VARCHAR", "Sales region."),
+            ("channel", "VARCHAR", "Acquisition channel."), ("status", "VARCHAR", "Current status."),
+            ("gross_amount_eur", "DECIMAL(18,2)", "Before discounts and refunds."),
+            ("discount_eur", "DECIMAL(18,2)", "Total discount."), ("tax_eur", "DECIMAL(18,2)", "VAT."),
+            ("currency", "VARCHAR", "Original currency."), ("fx_rate", "DECIMAL(12,6)", "Rate to EUR on the business date."),
+            ("is_flagged", "BOOLEAN", "Flagged for manual review."), ("flag_reason", "VARCHAR", "Why it was flagged."),
+            ("created_at", "TIMESTAMP", ""), ("updated_at", "TIMESTAMP", ""),
+        ],
+        d["lines"]: [
+            (f"{doc}_id", "VARCHAR", ""), ("line_no", "INTEGER", ""), ("product_id", "VARCHAR", ""),
+            ("category", "VARCHAR", "Product category at the time of sale."), ("quantity", "INTEGER", ""),
+            ("unit_price_eur", "DECIMAL(18,4)", ""), ("amount_eur", "DECIMAL(18,2)", "quantity x unit price, after line discounts."),
+            ("line_type", "VARCHAR", "sale, refund, voucher, shipping or fee."), ("cost_eur", "DECIMAL(18,2)", "Landed cost."),
+        ],
+        d["dim"]: [
+            (f"{ent}_id", "UUID", "Surrogate key."), ("name", "VARCHAR", ""), ("segment", "VARCHAR", "smb, mid_market or enterprise."),
+            ("country", "VARCHAR", "ISO 3166-1 alpha-2."), ("region", "VARCHAR", ""), ("created_at", "TIMESTAMP", ""),
+            ("is_test", "BOOLEAN", "Internal or QA record."), ("account_manager", "VARCHAR", ""),
+        ],
+    }  # fmt: skip
+
+
+def _describe(name: str, rows: str, cols: list[tuple[str, str, str]]) -> str:
+    body = table(("column", "type", "nullable", "comment"),
+                 [(c, t, "NO" if i == 0 else "YES", note) for i, (c, t, note) in enumerate(cols)], footer="")
+    size = rows if rows.startswith("view") else f"{rows} rows"
+    return f"Table {name} ({size})\n{body.rstrip()}"  # fmt: skip
+
+
+def _view(rng: random.Random, d: dict) -> tuple[str, list[str], list[str]]:
+    """describe_table output of the reporting view, its expression lines, their aliases."""
+    doc, ent = d["doc"], d["entity"]
+    aliases = rng.sample(
+        ["net_amount_eur", "eligible_amount_eur", "recognised_amount_eur", "margin_eur",
+         "billable_amount_eur", "adjusted_amount_eur", "booked_amount_eur", "settled_amount_eur",
+         "commissionable_eur", "reportable_amount_eur", "contribution_eur", "collectable_amount_eur"], 9,
+    )  # fmt: skip
+    shapes = (
+        "CASE WHEN l.line_type = 'refund' THEN -l.amount_eur WHEN l.line_type = 'voucher' THEN 0 ELSE l.amount_eur END AS {a},",
+        "CASE WHEN o.status IN ('cancelled', 'fraud_hold') THEN 0 ELSE l.amount_eur * (1 - o.discount_eur / NULLIF(o.gross_amount_eur, 0)) END AS {a},",
+        "CASE WHEN l.line_type IN ('shipping', 'fee') THEN 0 ELSE ROUND(l.amount_eur - l.cost_eur, 2) END AS {a},",
+        "CASE WHEN o.{doc}_date < DATE '2024-0{m}-01' THEN l.amount_eur * o.fx_rate ELSE l.amount_eur END AS {a},",
+        "COALESCE(l.amount_eur, 0) - COALESCE(l.cost_eur, 0) * {f} AS {a},",
+        "CASE WHEN c.segment = 'enterprise' AND l.quantity >= {q} THEN l.amount_eur * {f} ELSE l.amount_eur END AS {a},",
+        "CASE WHEN o.channel = 'marketplace' THEN l.amount_eur * (1 - {f}) ELSE l.amount_eur END AS {a},",
+    )  # fmt: skip
+    exprs = []
+    for a in aliases:
+        shape = rng.choice(shapes)
+        exprs.append("        " + shape.format(a=a, doc=doc, m=rng.randint(2, 9), q=rng.randint(5, 60),
+                                               f=f"0.{rng.randint(10, 95)}"))  # fmt: skip
+    cols = [(f"{doc}_id", "VARCHAR", ""), (f"{ent}_id", "UUID", ""), (f"{doc}_date", "DATE", ""),
+            ("region", "VARCHAR", ""), ("category", "VARCHAR", "")]
+    cols += [(a, "DECIMAL(18,2)", "") for a in aliases]  # fmt: skip
+    sql = [
+        f"CREATE VIEW {d['view']} AS",
+        "-- Owned by finance analytics. Changes need a ticket in the FINDATA board.",
+        "WITH lines AS (",
+        "    SELECT",
+        f"        o.{doc}_id, o.{ent}_id, o.{doc}_date, o.region, l.category,",
+        *exprs,
+        "        l.line_no",
+        f"    FROM {d['fact']} o",
+        f"    JOIN {d['lines']} l ON l.{doc}_id = o.{doc}_id",
+        f"    JOIN {d['dim']} c ON c.{ent}_id = o.{ent}_id",
+        "    WHERE c.is_test = FALSE",
+        f"      AND o.status NOT IN ('cancelled', 'fraud_hold', 'duplicate')",
+        f"      AND o.{doc}_date >= DATE '2022-01-01'",
+        ")",
+        f"SELECT {doc}_id, {ent}_id, {doc}_date, region, category,",
+        "       " + ", ".join(f"SUM({a}) AS {a}" for a in aliases[:3]) + ",",
+        "       " + ", ".join(f"SUM({a}) AS {a}" for a in aliases[3:6]) + ",",
+        "       " + ", ".join(f"SUM({a}) AS {a}" for a in aliases[6:]),
+        "FROM lines",
+        f"GROUP BY {doc}_id, {ent}_id, {doc}_date, region, category;",
+    ]  # fmt: skip
+    head = _describe(d["view"], f"view over {d['fact']}", cols)
+    return f"{head}\n\nView definition:\n" + "\n".join(sql), exprs, aliases
+
+
+def _num(rng: random.Random, lo: float, hi: float) -> str:
+    return f"{rng.uniform(lo, hi):,.2f}"
+
+
+def build(b: SessionBuilder) -> str:
+    rng = b.rng
+    pool = b.pool
+    d = rng.choice(DOMAINS)
+    doc, ent, measure = d["doc"], d["entity"], d["measure"]
+    regions = pick(rng, REGIONS, rng.randint(5, 8))
+    q_months = ("2024-07-01", "2024-08-01", "2024-09-01")
+    b.system(
+        f"You are a data analyst agent for {d['desc']}. You answer questions with SQL against the "
+        f"{d['warehouse']} warehouse (DuckDB dialect) and report figures precisely.\n"
+        "Look up tables before querying them, quote the figures you use, and say which filters "
+        f"you applied.\n{TRUNCATION_NOTE}\n\n# Tools\n{tools_block(TOOLS)}"
+    )
+    contracts = [tuple(c) for c in rng.sample(CONTRACTS, 2 if rng.random() < 0.3 else 1)]
+    t1 = b.user(
+        f"I need Q3 2024 figures for the board deck: {d['label']} by month, region "
+        f"and channel, and who our biggest {ent}s were. " + " ".join(c[0] for c in contracts)
+    )
+
+    # --- explore the schema ------------------------------------------------------------------
+    cols = _cols(d)
+    listing = [(d["fact"], f"{rng.randint(2_000_000, 40_000_000):,}", f"One row per {doc}."),
+               (d["lines"], f"{rng.randint(5_000_000, 90_000_000):,}", f"One row per {doc} line."),
+               (d["dim"], f"{rng.randint(20_000, 900_000):,}", f"{ent.capitalize()}s, current state."),
+               (d["view"], "view", f"Finance's {d['label']} per {doc} and category.")]
+    listing += [(n, f"{rng.randint(1_000, 50_000_000):,}", c) for n, c in pick(rng, EXTRA_TABLES, rng.randint(10, 15))]
+    rng.shuffle(listing)
+    lt = b.call("list_tables", {}, table(("table", "rows", "description"), listing),
+                text="Let me see what the warehouse has.")  # fmt: skip
+    dt = b.parallel(
+        [
+            ToolCall("describe_table", {"table": d["fact"]}, _describe(d["fact"], f"{rng.randint(2_000_000, 40_000_000):,}", cols[d["fact"]])),
+            ToolCall("describe_table", {"table": d["lines"]}, _describe(d["lines"], f"{rng.randint(5_000_000, 90_000_000):,}", cols[d["lines"]])),
+        ],
+        text=f"The {doc} fact and its lines look like the right grain. Checking their columns.",
+    )  # fmt: skip
+    b.plant("locator_handle", d["fact"], lt.result_seq, dt.call_seq, "table name seen only in list_tables, then described")
+    b.plant("locator_handle", d["lines"], lt.result_seq, dt.call_seq, "table name seen only in list_tables, then described")
+    view_text, exprs, aliases = _view(rng, d)
+    dv = b.parallel(
+        [
+            ToolCall("describe_table", {"table": d["dim"]}, _describe(d["dim"], f"{rng.randint(20_000, 900_000):,}", cols[d["dim"]])),
+            ToolCall("describe_table", {"table": d["view"]}, view_text),
+        ],
+        text="There is also a reporting view; its definition tells me how finance computes revenue.",
+    )  # fmt: skip
+    view_seq = dv.result_seqs[1]
+    spans = middle_spans(view_text, exprs)
+    if not spans:
+        return "no usable span"  # the coverage check rejects this draw
+    span = rng.choice(spans)
+    alias = span.rsplit(" AS ", 1)[1].rstrip(",")
+
+    b.call("run_sql", {"query": f"SELECT region, SUM(amount) FROM {d['fact']} WHERE {doc}_date >= DATE '2024-07-01' GROUP BY 1"},
+           f'Binder Error: Referenced column "amount" not found in FROM clause!\nCandidate bindings: "gross_amount_eur", "discount_eur", "tax_eur"\nLINE 1: SELECT region, SUM(amount) FROM {d["fact"]}...\n                       ^',
+           error=True, text="Quick sanity check of the raw totals first.")  # fmt: skip
+
+    q1 = (
+        f"WITH base AS (\n    SELECT\n        o.{doc}_id, o.{doc}_date, o.region, o.channel,\n"
+        f"        {span}\n        l.line_no\n    FROM {d['fact']} o\n"
+        f"    JOIN {d['lines']} l ON l.{doc}_id = o.{doc}_id\n    JOIN {d['dim']} c ON c.{ent}_id = o.{ent}_id\n"
+        f"    WHERE c.is_test = FALSE AND o.{doc}_date >= DATE '2024-07-01' AND o.{doc}_date < DATE '2024-10-01'\n)\n"
+        f"SELECT date_trunc('month', {doc}_date) AS month, region, channel, COUNT(DISTINCT {doc}_id) AS {doc}s,\n"
+        f"       SUM({alias}) AS {measure}\nFROM base GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    )  # fmt: skip
+    rows = []
+    for m in q_months:
+        for r in regions:
+            for ch in d["channels"]:
+                n = rng.randint(300, 9000)
+                rows.append([m, r, ch, f"{n:,}", _num(rng, n * 40, n * 260)])
+    r1 = b.call("run_sql", {"query": q1}, table(("month", "region", "channel", f"{doc}s", measure), rows),
+                text=f"Using the view's {alias} expression so the numbers match finance.")  # fmt: skip
+    b.plant("verbatim_source", span, view_seq, r1.call_seq, "revenue expression copied from the middle of the view definition")
+    best = max(rows, key=lambda r: float(r[4].replace(",", "")))
+    later = rng.choice([r for r in rows if r is not best])
+    n1 = b.say(
+        f"Q3 {d['label']} by month, region and channel is above ({len(rows)} rows). The largest cell is "
+        f"{best[1]} / {best[2]} in {MONTHS[int(best[0][5:7]) - 1]} with {best[4]} from {best[3]} {doc}s. "
+        "I excluded test records and cancelled or fraud-held documents, like the view does."
+    )  # fmt: skip
+    b.plant("evidence_detail", best[4], r1.result_seq, n1, "the largest cell of the result, reported right away")
+
+    # --- later turns in a random order ----------------------------------------------------------
+    blocks = ["top", "live", "flagged"] + rng.sample(["freshness", "dq", "mix"], rng.randint(0, 2))
+    rng.shuffle(blocks)
+    for blk in blocks:
+        if blk == "top":
+            b.user(f"Now the top {ent}s by {d['label']} in Q3, please.")
+            top = []
+            for i in range(b.size(20, 40, cap=60)):
+                top.append([str(i + 1), pool.uuid(), f"{rng.choice(COMPANIES)} {rng.choice(('GmbH', 'BV', 'SA', 'Ltd', 'AB', 'Oy', 'srl'))}",
+                            rng.choice(("smb", "mid_market", "enterprise")), rng.choice(("DE", "NL", "FR", "IT", "PL", "SE", "ES", "AT")),
+                            f"{rng.randint(40, 900):,}", ""])  # fmt: skip
+            vals = sorted((rng.uniform(40_000, 900_000) for _ in top), reverse=True)
+            for row, v in zip(top, vals, strict=True):
+                row[6] = f"{v:,.2f}"
+            rq = b.call("run_sql", {"query": f"SELECT ROW_NUMBER() OVER (ORDER BY SUM(v.{alias}) DESC) AS rank, v.{ent}_id, c.name, c.segment, c.country,\n       COUNT(DISTINCT v.{doc}_id) AS {doc}s, SUM(v.{alias}) AS {measure}\nFROM {d['view']} v JOIN {d['dim']} c USING ({ent}_id)\nWHERE v.{doc}_date BETWEEN DATE '2024-07-01' AND DATE '2024-09-30'\nGROUP BY 2, 3, 4, 5 ORDER BY rank LIMIT {len(top)}"},
+                        table(("rank", f"{ent}_id", "name", "segment", "country", f"{doc}s", measure), top))  # fmt: skip
+            pick_i = rng.randint(0, 4)
+            b.say(f"The top three are {top[0][2]}, {top[1][2]} and {top[2][2]}; together they are a large "
+                  "share of the quarter. Full ranking above.")
+            target = top[pick_i]
+            b.user(f"Drill into {target[2]} (number {pick_i + 1}): what's behind it in Q3, by category and month?")
+            rows3 = [[m, cat, f"{rng.randint(1, 400):,}", _num(rng, 500, 90_000)] for m in q_months for cat in d["categories"]]
+            dq = b.call("run_sql", {"query": f"SELECT date_trunc('month', {doc}_date) AS month, category, COUNT(*) AS lines, SUM({alias}) AS {measure}\nFROM {d['view']}\nWHERE {ent}_id = '{target[1]}' AND {doc}_date BETWEEN DATE '2024-07-01' AND DATE '2024-09-30'\nGROUP BY 1, 2 ORDER BY 1, 2"},
+                        table(("month", "category", "lines", measure), rows3),
+                        text=f"Filtering on their {ent} id from the ranking.")  # fmt: skip
+            b.plant("locator_handle", target[1], rq.result_seq, dq.call_seq, f"{ent} UUID from the ranking, used in a later query")
+            b.say(f"{target[2]} {d['bought']} mostly {' and '.join(rng.sample(d['categories'], 2))}; "
+                  "spending was steady across the three months.")
+        elif blk == "live":
+            b.user(f"Ops says today's load is still running. What's the status breakdown of today's {doc}s so far, by region?")
+            today = f"2024-10-{rng.randint(2, 28):02d}"
+            q = (f"SELECT region, status, COUNT(*) AS {doc}s, SUM(gross_amount_eur) AS gross_eur, MAX(updated_at) AS last_update\n"
+                 f"FROM {d['fact']} WHERE {doc}_date = DATE '{today}' GROUP BY 1, 2 ORDER BY 1, 2")  # fmt: skip
+
+            def snapshot(scale: float, clock: str) -> list[list[str]]:
+                return [[r, s, f"{int(rng.randint(20, 900) * scale):,}", _num(rng, 2_000 * scale, 90_000 * scale), f"{today} {clock}"]
+                        for r in regions for s in STATUSES]  # fmt: skip
+
+            b.call("run_sql", {"query": q}, table(("region", "status", f"{doc}s", "gross_eur", "last_update"), snapshot(0.6, "06:4%d:1%d" % (rng.randint(0, 9), rng.randint(0, 9)))))
+            b.say("Here is the breakdown so far; with the load still running, treat it as partial.")
+            b.user(rng.choice(("The load just finished. Run that same query again.", "Load's done now, can you re-run the same query?")))
+            rows2 = snapshot(1.0, "09:1%d:0%d" % (rng.randint(0, 9), rng.randint(0, 9)))
+            s2 = b.call("run_sql", {"query": q}, table(("region", "status", f"{doc}s", "gross_eur", "last_update"), rows2))
+            cell = rng.choice([r for r in rows2 if r[1] == "pending"])
+            more = rng.random() < 0.5
+            if more:
+                b.call("run_sql", {"query": f"SELECT table_name, finished_at, rows_loaded FROM audit.load_log WHERE run_date = DATE '{today}' ORDER BY finished_at"},
+                       table(("table_name", "finished_at", "rows_loaded"), [[t, f"{today} 0{rng.randint(6, 8)}:{rng.randint(10, 59)}:{rng.randint(10, 59)}", f"{rng.randint(1000, 900000):,}"] for t in (d["fact"], d["lines"], d["dim"], "finance.fx_rates_daily")]),
+                       text="Let me confirm the load really completed.")  # fmt: skip
+            ln = b.say(f"With the load complete, {cell[0]} now has {cell[3]} EUR gross in pending {doc}s "
+                       f"({cell[2]} {doc}s); the earlier run was partial.")
+            b.plant("live_state", cell[3], s2.result_seq, ln, "cell of the latest run of the same query (the earlier run was partial)")
+        elif blk == "flagged":
+            b.user(f"I also need the list of {doc}s flagged for manual review in Q3, with the reason.")
+            total = b.size(150, 420)
+            reasons = ("address_mismatch", "velocity_rule", "high_value_new_" + ent, "chargeback_history", "vat_id_invalid")
+            full = [f"{doc}_id,{doc}_date,name,country,gross_amount_eur,flag_reason"]
+            for _ in range(total):
+                full.append(f"{d['prefix']}-{rng.randint(1_000_000, 9_999_999)},2024-{rng.randint(7, 9):02d}-{rng.randint(1, 28):02d},"
+                            f"{rng.choice(COMPANIES)},{rng.choice(('DE', 'NL', 'FR', 'IT', 'PL', 'SE'))},{rng.uniform(300, 60000):.2f},{rng.choice(reasons)}")  # fmt: skip
+            route = pool.output_path("sql", "csv")
+            shown = table(tuple(full[0].split(",")), [r.split(",") for r in full[1:]]).split("\n")
+            fq = b.call("run_sql", {"query": f"SELECT o.{doc}_id, o.{doc}_date, c.name, c.country, o.gross_amount_eur, o.flag_reason\nFROM {d['fact']} o JOIN {d['dim']} c USING ({ent}_id)\nWHERE o.is_flagged AND o.{doc}_date BETWEEN DATE '2024-07-01' AND DATE '2024-09-30'\nORDER BY o.gross_amount_eur DESC"},
+                        truncated(shown, 52, route))  # fmt: skip
+            b.say(f"There are {total} flagged {doc}s; the harness showed the first 50, sorted by amount, and kept the full result as a CSV.")
+            b.user(rng.choice(("How many of those were flagged for velocity_rule, roughly, and in which countries?",
+                               "Look at the rest of that list: which flag reasons dominate below the top 50?")))  # fmt: skip
+            rd = b.call("read_file", {"path": route, "offset": 51, "limit": total - 50},
+                        "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(full[51:], 52)),
+                        text="Reading the rest of the saved CSV.")  # fmt: skip
+            b.plant("recovery_routing", route, fq.result_seq, rd.call_seq, "truncated result names its saved CSV; read in a later turn")
+            b.say("Below the top 50 the mix shifts toward velocity_rule and address_mismatch; "
+                  "Germany and the Netherlands account for most of them.")
+        elif blk == "freshness":
+            b.user("Before I present this: how fresh is the data in the warehouse?")
+            b.call("run_sql", {"query": "SELECT table_name, last_loaded_at, rows_loaded, status FROM audit.load_log ORDER BY last_loaded_at DESC LIMIT 30"},
+                   table(("table_name", "last_loaded_at", "rows_loaded", "status"),
+                         [[n, f"2024-10-0{rng.randint(1, 9)} 0{rng.randint(1, 7)}:{rng.randint(10, 59)}:{rng.randint(10, 59)}", f"{rng.randint(100, 9_000_000):,}", rng.choice(("ok", "ok", "ok", "late"))]
+                          for n, _ in pick(rng, EXTRA_TABLES, 15)]))  # fmt: skip
+            b.say("Everything relevant loaded last night; only a couple of side tables ran late.")
+        elif blk == "dq":
+            b.user("Any data quality problems I should mention?")
+            b.call("run_sql", {"query": "SELECT check_name, table_name, status, failed_rows FROM audit.dq_checks WHERE run_date >= DATE '2024-09-25' ORDER BY status DESC, failed_rows DESC"},
+                   table(("check_name", "table_name", "status", "failed_rows"),
+                         [[f"{rng.choice(('not_null', 'unique', 'accepted_values', 'freshness', 'row_count_delta'))}_{rng.choice(('id', 'date', 'amount', 'status', 'region'))}",
+                           rng.choice(EXTRA_TABLES)[0], rng.choice(("pass", "pass", "pass", "warn", "fail")), f"{rng.randint(0, 4000):,}"] for _ in range(rng.randint(20, 45))]))  # fmt: skip
+            b.say("A few warnings on side tables, nothing on the tables behind these figures.")
+        elif blk == "mix":
+            b.user(f"What's the channel mix per region in Q3, as shares?")
+            b.call("run_sql", {"query": f"SELECT region, channel, ROUND(100.0 * SUM({alias}) / SUM(SUM({alias})) OVER (PARTITION BY region), 1) AS share_pct\nFROM {d['view']} v JOIN {d['fact']} o USING ({doc}_id)\nWHERE v.{doc}_date BETWEEN DATE '2024-07-01' AND DATE '2024-09-30' GROUP BY 1, 2 ORDER BY 1, 2"},
+                   table(("region", "channel", "share_pct"), [[r, ch, f"{rng.uniform(5, 70):.1f}"] for r in regions for ch in d["channels"]]))  # fmt: skip
+            b.say("The mix is fairly even; one channel dominates in two regions.")
+
+    # --- the summary for the deck ----------------------------------------------------------------
+    b.user("Great. Put it together for the deck: three bullets, with the figures.")
+    honour = " ".join(c[2] for c in contracts)
+    n = b.say(
+        f"- Q3 {d['label']} peaked in {best[1]} ({best[2]}).\n"
+        f"- {later[1]} / {later[2]} in {MONTHS[int(later[0][5:7]) - 1]}: {later[4]}.\n"
+        f"- Flagged and intraday figures are in the appendix queries.\n{honour}"
+    )
+    b.plant("evidence_detail", later[4], r1.result_seq, n, "a result cell reported turns later in the summary")
+    for c in contracts:
+        b.plant("behavioural_contract", c[1], t1, n, f"user constraint: {c[0]}")
+    return f"Q3 {measure} analysis in {d['warehouse']}"

@@ -1,0 +1,209 @@
+"""Exact anchors: the strings a future action reuses verbatim from the prefix.
+
+Kinds: ``url``, ``email``, ``uuid``, ``hash``, ``path``, ``id`` (order, task, record and user
+identifiers: letters and digits mixed, or joined by ``-``/``_``), ``number`` (figures and table
+values with enough digits to be specific), ``quote`` (quoted text) and ``span`` (long verbatim
+bodies: an argument value or a line of text of 40+ characters). The extraction is generic — it
+knows nothing about any corpus — and filters what is trivially shared: small numbers, years,
+common words.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+LOCATOR_KINDS = frozenset({"url", "email", "uuid", "hash", "path", "id"})
+
+_URL = re.compile(r"\bhttps?://[^\s\"'<>()\[\]{}`]+")
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b")
+_PATH = re.compile(
+    r"(?<![\w/.:-])(?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]+)+/?|(?<![\w/.:-])[\w.@+-]+/(?![\w/])"
+)
+_FILE = re.compile(r"(?<![\w/.-])[\w-]{2,}\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|hpp|cs|md|txt|json|yaml|yml|toml|ini|cfg|csv|sql|sh|html|css|xml|log|lock|pdf|docx?|xlsx?)\b")
+_ID = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w-])|(?<![\w-])(?=\w*\d)(?=\w*[A-Z])[A-Z0-9]{5,}(?![\w-])")
+_NUMBER = re.compile(r"(?<![\w.,])[-+$€£]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?(?![\w,])|(?<![\w.,])[-+$€£]?\d+\.\d+%?(?![\w.])|(?<![\w.,])\d{5,}(?![\w.,])")
+_QUOTE = re.compile(r"[\"“'`]([^\"”'`\n]{12,200})[\"”'`]")
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+_DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?\b")
+
+MIN_SPAN = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    text: str
+    kind: str
+
+    @property
+    def is_locator(self) -> bool:
+        return self.kind in LOCATOR_KINDS
+
+
+def _trim(s: str) -> str:
+    return s.rstrip(".,;:!?)]}>'\"")
+
+
+def _looks_like_path(t: str) -> bool:
+    """Rooted, with an extension, three segments deep, or a folder (``tests/``); not ``and/or``."""
+    if re.fullmatch(r"[\d/.-]+", t):  # dates and fractions
+        return False
+    segments = [s for s in t.split("/") if s]
+    return (
+        t.startswith(("/", "~/", "./", "../"))
+        or bool(re.search(r"\.[A-Za-z]\w{0,5}$", t))
+        or len(segments) >= 3
+        or (t.endswith("/") and len(segments) == 1)
+    )
+
+
+def _is_trivial_number(text: str) -> bool:
+    digits = re.sub(r"\D", "", text)
+    if _YEAR.match(text):
+        return True
+    if "." in text or "," in text:
+        return len(digits) < 3
+    return len(digits) < 5
+
+
+def extract(text: str) -> list[Anchor]:
+    """Anchors in ``text``, in order of first appearance, without duplicates."""
+    found: dict[str, Anchor] = {}
+    covered: list[tuple[int, int]] = []
+
+    def add(match_text: str, start: int, kind: str) -> None:
+        t = _trim(match_text)
+        end = start + len(t)
+        if len(t) < 4 or any(s <= start and end <= e for s, e in covered):
+            return
+        covered.append((start, end))
+        found.setdefault(t, Anchor(t, kind))
+
+    for m in _URL.finditer(text):
+        add(m.group(), m.start(), "url")
+    for m in _EMAIL.finditer(text):
+        add(m.group(), m.start(), "email")
+    for m in _UUID.finditer(text):
+        add(m.group(), m.start(), "uuid")
+    for m in _PATH.finditer(text):
+        if _looks_like_path(m.group()):
+            add(m.group(), m.start(), "path")
+    for m in _DATE.finditer(text):
+        add(m.group(), m.start(), "number")
+    for m in _FILE.finditer(text):
+        add(m.group(), m.start(), "path")
+    for m in _HASH.finditer(text):
+        add(m.group(), m.start(), "hash")
+    for m in _ID.finditer(text):
+        add(m.group(), m.start(), "id")
+    for m in _NUMBER.finditer(text):
+        if not _is_trivial_number(m.group().strip("+-$€£%")):
+            add(m.group(), m.start(), "number")
+    for m in _QUOTE.finditer(text):
+        inner = m.group(1).strip()
+        if len(inner) >= 12 and " " in inner:
+            add(inner, m.start(1), "quote")
+    return sorted(found.values(), key=lambda a: text.find(a.text))
+
+
+def argument_values(arguments: str | None) -> Iterator[str]:
+    """String values of a tool call's arguments (nested), or the raw text if not JSON."""
+    if not arguments:
+        return
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        yield arguments
+        return
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+        elif isinstance(v, int | float) and not isinstance(v, bool):
+            yield str(v)
+
+
+def spans(values: Iterable[str], min_len: int = MIN_SPAN) -> list[Anchor]:
+    """Long verbatim bodies: whole values, and their lines, of ``min_len`` characters or more."""
+    out: dict[str, Anchor] = {}
+    for v in values:
+        for candidate in (v, *v.splitlines()):
+            c = candidate.strip()
+            if len(c) >= min_len and " " in c:
+                out.setdefault(c, Anchor(c, "span"))
+    return list(out.values())
+
+
+#: sentences in a user's words that bind later behaviour
+CONSTRAINT = re.compile(
+    r"\b(never|always|do not|don't|dont|must|must not|make sure|only use|only|avoid|"
+    r"without|keep the|keep it|no more than|at most|at least|instead of|stick to|from now on)\b",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_STOP = frozenset(
+    "the a an and or but to of in on at for with by from as is are be been it this that these those "
+    "please you your i we our my me us them they do does did not no any all each every only always "
+    "never must make sure keep use using avoid without instead more than least most from now should "
+    "would could can will just also very so if then than when what which who how there here".split()
+)
+
+
+def constraints(text: str) -> list[str]:
+    """Sentences of a user message that state a standing constraint."""
+    return [s.strip() for s in _SENTENCE.findall(text) if CONSTRAINT.search(s) and len(s.split()) >= 3]
+
+
+def key_terms(sentence: str) -> list[str]:
+    """Distinctive terms of a constraint: content words and code-like tokens."""
+    terms = []
+    for w in re.findall(r"[\w./-]+", sentence):
+        w = w.strip(".-")
+        if len(w) >= 4 and w.lower() not in _STOP:
+            terms.append(w)
+    return terms
+
+
+def shared_phrase(sentence: str, text: str) -> str | None:
+    """The longest run of 2+ consecutive key words of ``sentence`` that ``text`` repeats, or a single
+    code-like term (path, identifier) it repeats — evidence that ``text`` acts on the constraint."""
+    words = re.findall(r"[\w./-]+", sentence)
+    best: str | None = None
+    lowered = text.lower()
+    for i in range(len(words)):
+        for j in range(len(words), i + 1, -1):
+            phrase = " ".join(words[i:j])
+            content = [w for w in words[i:j] if w.lower() not in _STOP and len(w) >= 3]
+            if len(content) >= 2 and phrase.lower() in lowered and (best is None or len(phrase) > len(best)):
+                best = phrase
+                break
+    if best:
+        return best
+    for t in key_terms(sentence):
+        if re.search(r"[/_.\d]", t) and t.lower() in lowered:
+            return t
+    return None
+
+
+#: text around an anchor that announces it as the way back to a full payload
+ROUTE = re.compile(
+    r"(saved to|written to|stored (?:at|in)|full (?:output|log|result)s? (?:is |are )?(?:in|at|available)|"
+    r"truncated|context_recover|<ctxreplay:folded|<ctxreplay:archived|archived as)",
+    re.IGNORECASE,
+)
+
+
+def announces_route(source_text: str, anchor: str, window: int = 160) -> bool:
+    at = source_text.find(anchor)
+    if at < 0:
+        return False
+    return bool(ROUTE.search(source_text[max(0, at - window) : at + len(anchor) + 20]))

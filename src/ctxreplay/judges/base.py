@@ -1,0 +1,153 @@
+"""The judge plugin contract: (case, view, plan, future) in, a verdict out.
+
+A verdict is ``no_impact`` (every dependency of the future on the prefix is still available in
+the view, verbatim or through a visible recovery route), ``impact`` (some dependency was lost;
+each loss names its category, the exact anchor, the source object and the future message that
+needs it) or ``unscored`` (the judge could not decide; the reason is kept and the case leaves the
+denominator — it never counts as either).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from ..datasets.messages import Message
+from ..registry import NoParams, Registry, params_label, params_to_dict, parse_params, parse_spec
+from ..replay.objects import ObjectIndex
+
+Label = Literal["no_impact", "impact", "unscored"]
+LABELS: tuple[str, ...] = ("no_impact", "impact", "unscored")
+
+
+@dataclass(frozen=True, slots=True)
+class Loss:
+    """One dependency of the future that the view no longer supports."""
+
+    category: str  # one of datasets.schema.CATEGORIES
+    anchor: str  # the exact text the future needs
+    source_object: str | None  # the context object that held it in the prefix
+    need_seq: int | None  # the future message that needs it
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "category": self.category,
+            "anchor": self.anchor,
+            "source_object": self.source_object,
+            "need_seq": self.need_seq,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usd: float = 0.0
+    calls: int = 0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: Label
+    losses: tuple[Loss, ...] = ()
+    reason: str | None = None  # why unscored, or the judge's short explanation
+    dependencies: int = 0  # dependencies found (anchor judge)
+    recoverable: int = 0  # of which only recoverable through a visible pointer
+    usage: Usage = field(default_factory=Usage)
+    cache_hit: bool = False
+    prompt_hash: str | None = None
+    raw: str | None = None  # the model's raw answer, for audit
+
+    @staticmethod
+    def unscored(reason: str, **kw: Any) -> Verdict:
+        return Verdict("unscored", reason=reason, **kw)
+
+
+@dataclass(frozen=True)
+class Archived:
+    """A payload the view set aside: its ref, whether its pointer is visible, its exact text."""
+
+    ref: str
+    object_id: str
+    pointer_visible: bool
+    payload: bytes
+    handle: str | None = None
+
+
+@dataclass(frozen=True)
+class JudgeInput:
+    """Everything a judge may look at for one (case, policy)."""
+
+    case_id: str
+    session_id: str
+    policy: str
+    prefix: tuple[Message, ...]  # the visible prefix the policy saw
+    view: tuple[Message, ...]  # what the agent would have seen instead
+    future: tuple[Message, ...]  # what really happened next, up to the horizon
+    index: ObjectIndex  # the prefix's context objects
+    actions: dict[str, str]  # object id → committed action (keep|fold|mask|prune)
+    archives: tuple[Archived, ...] = ()
+    committed: bool = True
+    summary: str | None = None  # a planner's above-conversation summary, if committed
+
+
+class Judge:
+    """Base class: subclasses set ``Params`` and implement ``judge``."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type] = NoParams
+    #: judges that call models are run concurrently by the engine
+    concurrent: ClassVar[bool] = False
+
+    def __init__(self, params: Any = None) -> None:
+        self.params = params if params is not None else self.Params()
+
+    @property
+    def label(self) -> str:
+        return params_label(self.name, self.params)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "label": self.label, "params": params_to_dict(self.params)}
+
+    def judge(self, item: JudgeInput) -> Verdict:
+        raise NotImplementedError(f"judge {self.name} must implement judge()")
+
+    def close(self) -> None:
+        """Release clients and servers."""
+
+
+judges: Registry[type[Judge]] = Registry("judge", "ctxreplay.judges")
+
+
+def judge(name: str) -> Callable[[type[Judge]], type[Judge]]:
+    return judges.register(name)
+
+
+_BUILTIN = ("anchor", "llm")
+
+
+def _load_builtins() -> None:
+    from importlib import import_module
+
+    for module in _BUILTIN:
+        try:
+            import_module(f"ctxreplay.judges.{module}")
+        except ModuleNotFoundError as e:
+            if e.name != f"ctxreplay.judges.{module}":
+                raise
+
+
+def make_judge(spec: str | Judge, **overrides: str) -> Judge:
+    if isinstance(spec, Judge):
+        return spec
+    _load_builtins()
+    name, raw = parse_spec(spec)
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    cls = judges.get(name)
+    try:
+        return cls(parse_params(cls.Params, raw))
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"judge {name}: {e}") from None

@@ -1,0 +1,307 @@
+"""The ``llm`` judge: a model reads the view, the plan, the patches and the real future.
+
+Follows the judge setup of Self-GC (Hao et al. 2026): the judge model is given the retained
+prefix (the view), the committed plan, before/after patches of every edited object and the real
+future turns, and asked whether the exact URLs, paths, row values, task identifiers, editable
+bodies and source-backed evidence the future needs are still available in the view — verbatim or
+through a visible recovery pointer. Narrative coherence alone is not enough. Each loss is
+categorised in the six-category failure taxonomy.
+
+Every call goes through :class:`~ctxreplay.llm.client.ModelClient`: strict ``json_schema`` output
+(falling back to ``json_object``, then to a last-match parse of plain text), temperature 0 and a
+seed where accepted, bounded retries honouring Retry-After, a per-endpoint concurrency limit, an
+on-disk cache keyed by the full request and the call's cost from the tariffs. Anything the judge
+cannot read — a failed call, an answer that is not JSON, outside the schema, refused or
+self-contradictory — becomes ``Verdict.unscored(reason)``, never ``no_impact``.
+
+For large offline runs, :meth:`LLMJudge.request_for` gives each case's Batch API line and
+:meth:`LLMJudge.verdict_from_body` reads the answer back (see :mod:`ctxreplay.llm.batch`).
+
+The defaults point at ``ctxreplay local-model serve`` (SmolLM2-135M on 127.0.0.1:8089), whose
+8,192-token context the default prompt budget fits; raise ``max_prompt_tokens`` for real models.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from ..datasets.schema import CATEGORIES
+from ..datasets.tokenizer import get_tokenizer
+from ..llm.cache import default_cache_dir
+from ..llm.client import Completion, ModelCallError, ModelClient
+from .base import Judge, JudgeInput, Loss, Usage, Verdict, judge
+from .prompt import RenderedPrompt, render_prompt
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["no_impact", "impact"]},
+        "losses": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "category": {"type": "string", "enum": list(CATEGORIES)},
+                    "anchor": {"type": "string"},
+                    "source_object": {"type": ["string", "null"]},
+                    "future_message": {"type": ["integer", "null"]},
+                    "explanation": {"type": "string"},
+                },
+                "required": [
+                    "category",
+                    "anchor",
+                    "source_object",
+                    "future_message",
+                    "explanation",
+                ],
+                "additionalProperties": False,
+            },
+        },
+        "explanation": {"type": "string"},
+    },
+    "required": ["verdict", "losses", "explanation"],
+    "additionalProperties": False,
+}
+SCHEMA_NAME = "ctxreplay_verdict"
+_LOSS_KEYS = frozenset(VERDICT_SCHEMA["properties"]["losses"]["items"]["required"])
+_TOP_KEYS = frozenset(VERDICT_SCHEMA["required"])
+
+
+@dataclass(frozen=True)
+class LLMJudgeParams:
+    base_url: str = "http://127.0.0.1:8089/v1"
+    model: str = "SmolLM2-135M-Instruct"
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    seed: int = 0
+    max_tokens: int = 800
+    timeout: float = 120.0
+    max_retries: int = 3
+    concurrency: int = 4
+    #: "auto" ($CTXREPLAY_CACHE_DIR/llm), "off", or a folder
+    cache_dir: str = "auto"
+    #: tariff name from the tariffs file; "" → the model's own name when it has a tariff
+    tariff: str = ""
+    tariffs_path: str = ""
+    max_prompt_tokens: int = 5000
+    #: the strictest structured-output form to ask for (the client steps down when refused)
+    response_format: Literal["json_schema", "json_object", "text"] = "json_schema"
+    tokenizer: str = "o200k_base"
+
+
+class SchemaViolation(ValueError):
+    pass
+
+
+def _check_answer(doc: Any) -> tuple[str, list[dict[str, Any]], str]:
+    """(verdict, losses, explanation) of an answer that follows the schema, else raise."""
+    if not isinstance(doc, dict):
+        raise SchemaViolation(f"answer is a {type(doc).__name__}, not an object")
+    missing = _TOP_KEYS - doc.keys()
+    if missing:
+        raise SchemaViolation(f"missing {', '.join(sorted(missing))}")
+    extra = doc.keys() - _TOP_KEYS
+    if extra:
+        raise SchemaViolation(f"unexpected key {', '.join(sorted(extra))}")
+    verdict = doc["verdict"]
+    if verdict not in ("no_impact", "impact"):
+        raise SchemaViolation(f"verdict {str(verdict)[:40]!r} is not no_impact or impact")
+    if not isinstance(doc["explanation"], str):
+        raise SchemaViolation("explanation is not a string")
+    losses = doc["losses"]
+    if not isinstance(losses, list):
+        raise SchemaViolation("losses is not a list")
+    for n, loss in enumerate(losses):
+        if not isinstance(loss, dict):
+            raise SchemaViolation(f"loss {n} is not an object")
+        if loss.keys() != _LOSS_KEYS:
+            diff = sorted(loss.keys() ^ _LOSS_KEYS)
+            raise SchemaViolation(f"loss {n} keys differ from the schema: {', '.join(diff)}")
+        if loss["category"] not in CATEGORIES:
+            raise SchemaViolation(f"loss {n} category {str(loss['category'])[:40]!r} is unknown")
+        if not isinstance(loss["anchor"], str) or not loss["anchor"].strip():
+            raise SchemaViolation(f"loss {n} has no anchor text")
+        if loss["source_object"] is not None and not isinstance(loss["source_object"], str):
+            raise SchemaViolation(f"loss {n} source_object is not a string or null")
+        fm = loss["future_message"]
+        if fm is not None and (isinstance(fm, bool) or not isinstance(fm, int)):
+            raise SchemaViolation(f"loss {n} future_message is not an integer or null")
+        if not isinstance(loss["explanation"], str):
+            raise SchemaViolation(f"loss {n} explanation is not a string")
+    if verdict == "no_impact" and losses:
+        raise SchemaViolation(f"verdict no_impact contradicts its {len(losses)} listed loss(es)")
+    return verdict, losses, doc["explanation"]
+
+
+@judge("llm")
+class LLMJudge(Judge):
+    """Model-based judge (Self-GC's judge setup) over any OpenAI-compatible endpoint."""
+
+    Params = LLMJudgeParams
+    concurrent: ClassVar[bool] = True
+
+    def __init__(self, params: LLMJudgeParams | None = None) -> None:
+        super().__init__(params)
+        self._client: ModelClient | None = None
+        self._lock = threading.Lock()
+
+    # the client holds sockets and locks: workers rebuild it from the params
+    def __getstate__(self) -> dict[str, Any]:
+        return {"params": self.params}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["params"])  # type: ignore[misc]
+
+    @property
+    def client(self) -> ModelClient:
+        with self._lock:
+            if self._client is None:
+                p: LLMJudgeParams = self.params
+                cache = p.cache_dir.strip()
+                if cache.lower() in ("", "off", "none", "false"):
+                    cache_dir = None
+                elif cache.lower() == "auto":
+                    cache_dir = default_cache_dir()
+                else:
+                    cache_dir = cache
+                self._client = ModelClient(
+                    p.base_url,
+                    p.model,
+                    api_key_env=p.api_key_env or None,
+                    timeout=p.timeout,
+                    max_retries=p.max_retries,
+                    concurrency=p.concurrency,
+                    cache_dir=cache_dir,
+                    tariff=p.tariff or None,
+                    tariffs_path=p.tariffs_path or None,
+                )
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    # --- prompt and request ---------------------------------------------------------------
+
+    def render(self, item: JudgeInput) -> RenderedPrompt:
+        p: LLMJudgeParams = self.params
+        return render_prompt(
+            item, max_prompt_tokens=p.max_prompt_tokens, count=get_tokenizer(p.tokenizer).count
+        )
+
+    def _call_args(self) -> dict[str, Any]:
+        p: LLMJudgeParams = self.params
+        return {
+            "response_format": p.response_format,
+            "schema": VERDICT_SCHEMA,
+            "schema_name": SCHEMA_NAME,
+            "temperature": p.temperature,
+            "seed": p.seed,
+            "max_tokens": p.max_tokens,
+        }
+
+    def judge(self, item: JudgeInput) -> Verdict:
+        rendered = self.render(item)
+        try:
+            completion = self.client.complete(rendered.messages, **self._call_args())
+        except ModelCallError as e:
+            return Verdict.unscored(
+                f"model call failed: {e.reason}",
+                prompt_hash=e.prompt_hash,
+                usage=Usage(calls=e.attempts),
+            )
+        return self.verdict_from_completion(item, completion)
+
+    # --- Batch API --------------------------------------------------------------------------
+
+    @staticmethod
+    def custom_id(item: JudgeInput) -> str:
+        return f"{item.case_id}|{item.policy}"
+
+    def request_for(self, item: JudgeInput) -> tuple[str, dict[str, Any]]:
+        """``(custom_id, body)`` of this case's ``/v1/chat/completions`` Batch API line."""
+        rendered = self.render(item)
+        return self.custom_id(item), self.client.request_body(
+            rendered.messages, **self._call_args()
+        )
+
+    def verdict_from_body(self, item: JudgeInput, body: dict[str, Any]) -> Verdict:
+        """The verdict from a Batch API result for ``item`` (a completion body, or the
+        ``{"error": …}`` that :func:`ctxreplay.llm.batch.read_batch_output` gives a failure)."""
+        if "error" in body and not body.get("choices"):
+            err = body.get("error") or {}
+            msg = err.get("message") if isinstance(err, dict) else err
+            return Verdict.unscored(f"batch request failed: {str(msg)[:200]}")
+        rendered = self.render(item)
+        args = self._call_args()
+        sent = self.client.request_body(rendered.messages, **args)
+        try:
+            completion = self.client.completion_from_body(body, request_body=sent)
+        except ModelCallError as e:
+            return Verdict.unscored(f"batch answer unreadable: {e.reason}")
+        prompt_hash = self.client.prompt_hash(rendered.messages, **args)
+        return self.verdict_from_completion(
+            item, Completion(**{**completion.__dict__, "prompt_hash": prompt_hash})
+        )
+
+    # --- answers ----------------------------------------------------------------------------
+
+    def verdict_from_completion(self, item: JudgeInput, c: Completion) -> Verdict:
+        usage = Usage(
+            prompt_tokens=c.usage.prompt_tokens,
+            completion_tokens=c.usage.completion_tokens,
+            usd=0.0 if c.cache_hit else (c.usd or 0.0),
+            calls=c.attempts,
+        )
+        common: dict[str, Any] = {
+            "usage": usage,
+            "cache_hit": c.cache_hit,
+            "prompt_hash": c.prompt_hash,
+            "raw": c.text,
+        }
+        if c.refusal:
+            return Verdict.unscored(f"model refused: {c.refusal[:200]}", **common)
+        if c.finish_reason == "content_filter":
+            return Verdict.unscored("answer withheld by the endpoint's content filter", **common)
+        doc = c.parsed
+        if doc is None:
+            from ..llm.client import parse_json_answer
+
+            doc, error = parse_json_answer(c.text)
+            if doc is None:
+                cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""
+                return Verdict.unscored(f"unparseable answer: {error}{cut}", **common)
+        try:
+            verdict, losses, explanation = _check_answer(doc)
+        except SchemaViolation as e:
+            cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""
+            return Verdict.unscored(f"answer outside the schema: {e}{cut}", **common)
+        future_seqs = {m.seq for m in item.future}
+        out = []
+        for loss in losses:
+            source = loss["source_object"]
+            detail = loss["explanation"]
+            if source is not None and source not in item.index:
+                detail = f"(model named unknown object {source[:80]!r}) {detail}"
+                source = None
+            need = loss["future_message"]
+            out.append(
+                Loss(
+                    category=loss["category"],
+                    anchor=loss["anchor"],
+                    source_object=source,
+                    need_seq=need if need in future_seqs else None,
+                    detail=detail[:1000],
+                )
+            )
+        return Verdict(
+            verdict,  # type: ignore[arg-type]
+            losses=tuple(out),
+            reason=explanation[:1000] or None,
+            dependencies=len(out),
+            **common,
+        )

@@ -1,0 +1,110 @@
+"""The one-command pipeline: synthesise or import → cases → replay (→ judge → report).
+
+Each stage writes into one folder and is skipped when its output is already there, so a
+re-run only does what is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .datasets.cases import build_cases, parse_horizon, parse_trigger, write_cases
+from .datasets.store import Corpus
+
+DEMO_POLICIES: tuple[str, ...] = (
+    "noop",
+    "oldest-turn",
+    "tool-prune",
+    "tool-mask+prune",
+    "hybrid",
+    "observation-masking",
+    "clear-tool-uses:trigger=0",
+    "self-gc",
+    "agent-forgetting:reminder_tokens=8000",
+)
+
+
+@dataclass
+class PipelineConfig:
+    out: Path
+    sources: list[str] = field(default_factory=list)  # trace files; empty → synthetic corpus
+    synth_sessions: int = 200
+    seed: int = 0
+    triggers: tuple[str, ...] = ("user-turns",)
+    window: int | None = None
+    horizon: str = "all"
+    suite: str | None = None
+    sample: int | None = None
+    policies: tuple[str, ...] = DEMO_POLICIES
+    workers: int = 2
+    tariff: str | None = None
+    tariffs_path: str | None = None
+    progress: bool = True
+
+
+def prepare_corpus(cfg: PipelineConfig) -> tuple[Corpus, str]:
+    path = cfg.out / "corpus"
+    if (path / "manifest.json").exists():
+        return Corpus(path), f"corpus: reusing {path}"
+    if cfg.sources:
+        from .datasets.ingest import import_paths
+
+        summary = import_paths(cfg.sources, path, progress=cfg.progress)
+        return Corpus(path), summary.render()
+    from .datasets.synth import generate
+
+    summary = generate(path, sessions=cfg.synth_sessions, seed=cfg.seed, progress=cfg.progress)
+    return Corpus(path), summary.render()
+
+
+def prepare_cases(cfg: PipelineConfig, corpus: Corpus) -> tuple[Path, str]:
+    path = cfg.out / "cases.parquet"
+    if path.exists():
+        return path, f"cases: reusing {path}"
+    frame = build_cases(
+        corpus,
+        [parse_trigger(t, cfg.window) for t in cfg.triggers],
+        horizon=parse_horizon(cfg.horizon),
+        suite=cfg.suite,
+        sample=cfg.sample,
+        seed=cfg.seed,
+    )
+    meta = {
+        "corpus": str(corpus.path.resolve()),
+        "corpus_fingerprint": corpus.fingerprint(),
+        "triggers": list(cfg.triggers),
+        "window": cfg.window,
+        "horizon": cfg.horizon,
+        "suite": cfg.suite,
+        "sample": cfg.sample,
+        "seed": cfg.seed,
+    }
+    write_cases(frame, path, meta)
+    return path, f"cases: {frame.height} from {frame['session_id'].n_unique()} sessions → {path}"
+
+
+def run_pipeline(cfg: PipelineConfig, echo=print) -> Path:  # noqa: ANN001 - a print-like callable
+    """Run every stage that is not done yet; returns the run folder."""
+    from .replay.engine import run_replay
+
+    os.makedirs(cfg.out, exist_ok=True)
+    corpus, said = prepare_corpus(cfg)
+    echo(said)
+    cases, said = prepare_cases(cfg, corpus)
+    echo(said)
+    run = cfg.out / "run"
+    summary = run_replay(
+        corpus.path,
+        cases,
+        cfg.policies,
+        run,
+        workers=cfg.workers,
+        tariff=cfg.tariff,
+        tariffs_path=cfg.tariffs_path,
+        progress=cfg.progress,
+        seed=cfg.seed,
+    )
+    echo(summary.render())
+    return run

@@ -1,0 +1,88 @@
+"""``clear-tool-uses``: Anthropic's ``clear_tool_uses_20250919`` context edit, offline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..datasets.messages import Part
+from ..replay.objects import ContextObject, part_tokens
+from ..replay.plan import Edit, Plan
+from . import _select as sel
+from .base import Policy, PrefixContext, policy
+
+#: Anthropic documents only that cleared results are replaced "with placeholder text to let
+#: Claude know the tool result was removed"; the text itself is not published. LangChain's
+#: ``ClearToolUsesEdit``, which mirrors this edit, uses ``[cleared]``; so do we.
+PLACEHOLDER = "[cleared]"
+
+
+@policy("clear-tool-uses")
+class ClearToolUses(Policy):
+    """Anthropic context editing, strategy ``clear_tool_uses_20250919`` (beta header
+    ``context-management-2025-06-27``), with its exact parameter surface and defaults.
+
+    When the prompt (the prefix) holds at least ``trigger`` input tokens, the tool results older
+    than the ``keep`` most recent tool uses are cleared in chronological order, each replaced by a
+    placeholder while its ``tool_use`` envelope stays (so the request remains valid). Results of
+    tools named in ``exclude_tools`` are never cleared (they still count among the ``keep`` most
+    recent uses). If clearing everything eligible would free fewer than ``clear_at_least`` tokens,
+    the strategy is not applied at all. With ``clear_tool_inputs`` the cleared calls' inputs
+    become ``{}`` too. Anthropic does not publish its placeholder text; we use ``[cleared]``,
+    the text of LangChain's mirror of this edit (``ClearToolUsesEdit``). A result that already
+    reads ``[cleared]`` counts as cleared by an earlier activation.
+
+    Parameters → knobs (one to one): ``trigger`` ↔ ``trigger: {type: input_tokens, value}``
+    (default 100,000); ``keep`` ↔ ``keep: {type: tool_uses, value}`` (default 3);
+    ``clear_at_least`` ↔ ``clear_at_least: {type: input_tokens, value}`` (default none = 0);
+    ``exclude_tools`` ↔ ``exclude_tools`` (default none); ``clear_tool_inputs`` ↔
+    ``clear_tool_inputs`` (default false; the list form of that knob is not modelled).
+    Anthropic's ``tool_uses`` trigger type is not modelled either.
+    """
+
+    @dataclass(frozen=True)
+    class Params:
+        trigger: int = 100_000
+        keep: int = 3
+        clear_at_least: int = 0
+        exclude_tools: tuple[str, ...] = ()
+        clear_tool_inputs: bool = False
+
+    def plan(self, ctx: PrefixContext) -> Plan:
+        p = self.params
+        if ctx.tokens < p.trigger:
+            return Plan()
+        functions = ctx.index.functions()
+        recent = sel.most_recent(functions, p.keep)
+        editable = {f.id for f in sel.editable_functions(ctx)}
+        excluded = set(p.exclude_tools)
+        edits: list[Edit] = []
+        freed = 0
+        for f in functions:
+            if f.id in recent or f.id not in editable or f.tool_name in excluded:
+                continue
+            if sel.result_body(ctx, f) == PLACEHOLDER and not p.clear_tool_inputs:
+                continue  # cleared by an earlier activation
+            freed += sel.replaced_saving(ctx, f, PLACEHOLDER)
+            if p.clear_tool_inputs:
+                freed += part_tokens(sel.call_part(ctx, f), ctx.count) - part_tokens(
+                    _cleared_call(ctx, f), ctx.count
+                )
+            edits.append(
+                Edit(
+                    f.id,
+                    "prune",
+                    placeholder=PLACEHOLDER,
+                    clear_inputs=p.clear_tool_inputs,
+                    reason="clear_tool_uses",
+                )
+            )
+        if not edits or freed < p.clear_at_least:
+            return Plan(meta={"cleared_input_tokens": 0, "cleared_tool_uses": 0})
+        return Plan(
+            tuple(edits), meta={"cleared_input_tokens": freed, "cleared_tool_uses": len(edits)}
+        )
+
+
+def _cleared_call(ctx: PrefixContext, f: ContextObject) -> Part:
+    """The call as the view shows it once its inputs are cleared."""
+    return replace(sel.call_part(ctx, f), arguments="{}")

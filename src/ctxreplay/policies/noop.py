@@ -1,0 +1,21 @@
+"""``noop``: the reference policy that keeps every object (0% pruned)."""
+
+from __future__ import annotations
+
+from ..registry import NoParams
+from ..replay.plan import Plan
+from .base import Policy, PrefixContext, policy
+
+
+@policy("noop")
+class Noop(Policy):
+    """Keeps everything: the view is the prefix itself.
+
+    Anchor: none; it is the reference row of every comparison (pruning rate exactly 0.0, and the
+    no-impact rate a judge gives the unedited prefix). No parameters.
+    """
+
+    Params = NoParams
+
+    def plan(self, ctx: PrefixContext) -> Plan:
+        return Plan()

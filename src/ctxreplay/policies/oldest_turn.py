@@ -1,0 +1,87 @@
+"""``oldest-turn``: drop (or fold) whole oldest units until a token target is met."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..replay.objects import ContextObject
+from ..replay.plan import Edit, Plan
+from ..replay.view import fold_pointer, make_archive
+from . import _select as sel
+from .base import Policy, PrefixContext, policy
+
+
+@policy("oldest-turn")
+class OldestTurn(Policy):
+    """Chronological baseline: remove the oldest units first until the view fits a target.
+
+    Anchors: the chronological folding baseline of Self-GC (Hao et al. 2026), and OpenHands'
+    ``RecentEventsCondenser`` / ``AmortizedForgettingCondenser`` (keep the first events and the
+    most recent ones, forget the middle, oldest first).
+
+    While the estimated view is above ``target_ratio`` × prefix tokens (and the prefix holds at
+    least ``trigger_tokens``), it removes units in chronological order: first whole user turns
+    (``conversation:user:K`` with their execution), never the first user turn (OpenHands'
+    ``keep_first``) nor the latest; then, because a single-task agent session is one long turn,
+    the oldest tool calls of the latest turn, keeping its last ``keep_last_steps`` calls
+    (OpenHands' recent window). The system prompt is never an object, so it always stays.
+
+    Parameters → knobs: ``mode`` prune (drop, like RecentEvents) or fold (sidecar pointer, like
+    Self-GC's folding baseline); ``target_ratio`` the condensers' target size as a fraction of
+    the prefix; ``keep_last_steps`` the recent window; ``trigger_tokens`` the condenser's
+    ``max_size`` expressed in tokens.
+    """
+
+    @dataclass(frozen=True)
+    class Params:
+        mode: Literal["prune", "fold"] = "prune"
+        target_ratio: float = 0.5
+        trigger_tokens: int = 0
+        keep_last_steps: int = 3
+
+    def plan(self, ctx: PrefixContext) -> Plan:
+        p = self.params
+        total = ctx.tokens
+        if total <= 0 or total < p.trigger_tokens:
+            return Plan()
+        target = p.target_ratio * total
+        estimate = total
+        edits: list[Edit] = []
+        for unit, reason in self._units(ctx):
+            if estimate <= target:
+                break
+            saving = self._saving(ctx, unit)
+            if saving <= 0:
+                continue
+            edits.append(Edit(unit.id, p.mode, reason=reason))
+            estimate -= saving
+        return Plan(tuple(edits), meta={"estimated_tokens": estimate, "target_tokens": target})
+
+    def _units(self, ctx: PrefixContext) -> list[tuple[ContextObject, str]]:
+        turns = ctx.index.turns()
+        old = [
+            t
+            for t in turns[1:]
+            if t.id != ctx.index.latest_turn and not _splits_pair(ctx, t) and t.tokens > 0
+        ]
+        units = [(t, "oldest_turn") for t in old]
+        latest = ctx.index.latest_turn
+        steps = [f for f in sel.editable_functions(ctx) if f.parent == latest]
+        recent = sel.most_recent(steps, self.params.keep_last_steps)
+        units += [(f, "oldest_step_of_latest_turn") for f in steps if f.id not in recent]
+        return units
+
+    def _saving(self, ctx: PrefixContext, obj: ContextObject) -> int:
+        if self.params.mode == "prune":
+            return obj.tokens
+        pointer = fold_pointer(obj, make_archive(obj, ctx.messages))
+        if obj.kind == "user_turn":
+            return obj.tokens - ctx.count(pointer)
+        return sel.replaced_saving(ctx, obj, pointer)
+
+
+def _splits_pair(ctx: PrefixContext, turn: ContextObject) -> bool:
+    """Rehearsal refuses a turn edit that would separate a call from its result; so do we."""
+    span = set(turn.messages)
+    return any((f.call_index in span) != (f.result_index in span) for f in ctx.index.functions())

@@ -1,0 +1,120 @@
+"""``recorded``: replay the context edits the agent really made, when its trace records them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..datasets.messages import arguments_object
+from ..replay.objects import ContextObject
+from ..replay.plan import Edit, Plan
+from . import _select as sel
+from .base import Policy, PrefixContext, policy
+
+#: keys under which a context_apply call lists its batch
+BATCH_KEYS = ("results", "batch", "items", "edits", "archive", "archives")
+ID_KEYS = ("result_id", "id", "handle")
+NOTE_KEYS = ("note", "summary", "replacement")
+
+
+@policy("recorded")
+class Recorded(Policy):
+    """Replays the ``context_apply`` batches recorded in the trace; nothing else.
+
+    Anchor: the tool surface of agent-controlled forgetting (Franke): the acting model calls
+    ``context_apply`` with a batch of ``{result_id, note}`` items, and the harness archives each
+    named tool result, leaving the model's note in its place; ``context_recover`` brings an
+    original back as a new tool result. Replaying a trace, an applied batch becomes folds with
+    the recorded notes (``<ctxreplay:archived id="rN" …>note</…>``); recorded recoveries are
+    already in the trace as ordinary tool results, so they need no edit.
+
+    Which batches count: only ``context_apply`` calls answered in the prefix by a result that is
+    not an error (the harness accepted them). Like the original harness, a batch with an
+    unknown, duplicate, non-tool or already archived result id is rejected whole and replays as
+    nothing (listed in ``plan.meta["rejected"]``). Result ids are ``r<N>``, N the session-local
+    call number of the function object, shared with ``agent-forgetting``.
+
+    Parameters: ``tool_name`` the apply tool's name (``context_apply``; MCP-prefixed names such
+    as ``mcp__ctx__context_apply`` match too).
+    """
+
+    @dataclass(frozen=True)
+    class Params:
+        tool_name: str = "context_apply"
+
+    def handles(self, ctx: PrefixContext) -> dict[str, str]:
+        return sel.handles(ctx.index)
+
+    def plan(self, ctx: PrefixContext) -> Plan:
+        archived: set[str] = set()
+        edits: list[Edit] = []
+        rejected: list[str] = []
+        for apply_call in self._applied_calls(ctx):
+            items = batch_items(arguments_object(sel.call_part(ctx, apply_call)))
+            batch, problem = self._resolve(ctx, apply_call, items, archived)
+            if problem is not None:
+                rejected.append(f"{apply_call.id}: {problem}")
+                continue
+            for obj, note in batch:
+                archived.add(obj.id)
+                edits.append(Edit(obj.id, "fold", note=note, reason=f"recorded:{apply_call.id}"))
+        return Plan(tuple(edits), meta={"rejected": rejected} if rejected else {})
+
+    def _applied_calls(self, ctx: PrefixContext) -> list[ContextObject]:
+        name = self.params.tool_name
+        return [
+            f
+            for f in ctx.index.functions()
+            if f.tool_name is not None
+            and (f.tool_name == name or f.tool_name.endswith(f"__{name}"))
+            and not f.is_error
+        ]
+
+    def _resolve(
+        self,
+        ctx: PrefixContext,
+        apply_call: ContextObject,
+        items: list[tuple[str, str]] | None,
+        archived: set[str],
+    ) -> tuple[list[tuple[ContextObject, str]], str | None]:
+        if not items:
+            return [], "no batch in the arguments"
+        editable = {f.id for f in sel.editable_functions(ctx)}
+        out: list[tuple[ContextObject, str]] = []
+        seen: set[str] = set()
+        for handle, note in items:
+            obj = sel.object_for_handle(ctx.index, handle)
+            if obj is None or obj.call_index >= apply_call.call_index:
+                return [], f"unknown result id {handle!r}"
+            if obj.id in seen:
+                return [], f"duplicate result id {handle!r}"
+            if obj.id in archived:
+                return [], f"result id {handle!r} already archived"
+            if obj.id not in editable:
+                return [], f"result id {handle!r} is protected"
+            seen.add(obj.id)
+            out.append((obj, note))
+        return out, None
+
+
+def batch_items(arguments: Any) -> list[tuple[str, str]] | None:
+    """``(result_id, note)`` pairs of a context_apply call, whatever key holds the list."""
+    if isinstance(arguments, dict):
+        for key in BATCH_KEYS:
+            if isinstance(arguments.get(key), list):
+                arguments = arguments[key]
+                break
+        else:
+            arguments = [arguments]
+    if not isinstance(arguments, list):
+        return None
+    items = []
+    for item in arguments:
+        if not isinstance(item, dict):
+            return None
+        handle = next((str(item[k]) for k in ID_KEYS if item.get(k) is not None), None)
+        if handle is None:
+            return None
+        note = next((str(item[k]) for k in NOTE_KEYS if item.get(k) is not None), "")
+        items.append((handle, note))
+    return items

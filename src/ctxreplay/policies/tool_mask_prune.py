@@ -1,0 +1,101 @@
+"""``tool-mask+prune``: soft-trim large tool bodies to head + tail, then hard-clear if needed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..replay.objects import ContextObject
+from ..replay.plan import Edit, Plan
+from ..replay.view import mask_text
+from . import _select as sel
+from .base import Policy, PrefixContext, policy
+
+
+@policy("tool-mask+prune")
+class ToolMaskPrune(Policy):
+    """Mask large old tool results to their head and tail; hard-clear the oldest if still large.
+
+    Anchors: OpenClaw context pruning (``contextPruning``: soft-trim keeps ``headChars`` 1500 +
+    ``tailChars`` 1500 of results over ``maxChars`` 4000 with a note of what was cut; hard-clear
+    replaces results with ``[Old tool result content cleared]``; the last
+    ``keepLastAssistants`` 3 are protected) and the Self-GC mask action (keep about the first
+    and last 10% of a body).
+
+    Step 1 (soft trim): every tool result outside the ``keep`` most recent tool uses whose body
+    is longer than ``min_chars`` is masked: head and tail kept, the middle replaced by a marker
+    counting the characters, lines and tokens cut. Head/tail are ``head_chars``/``tail_chars``
+    when set (OpenClaw: 1500/1500), else ``head_ratio``/``tail_ratio`` of the body (Self-GC:
+    0.1/0.1). Step 2 (hard clear): while the estimated view is still above ``target_ratio`` ×
+    prefix tokens, the oldest results outside the recent window (masked or not) are cleared with
+    ``placeholder``, envelopes kept.
+
+    Parameters → knobs: ``keep`` ↔ ``keepLastAssistants`` (counted in tool uses here);
+    ``min_chars`` ↔ ``softTrim.maxChars``; ``head_chars``/``tail_chars`` ↔
+    ``softTrim.headChars``/``tailChars``; ``target_ratio`` ↔ ``hardClearRatio`` (a fraction of
+    the prefix here, OpenClaw's is of the context window); ``placeholder`` ↔
+    ``hardClear.placeholder``; ``exclude_tools`` ↔ ``tools.deny``; ``trigger_tokens``: the
+    prefix must hold at least this many tokens.
+    """
+
+    @dataclass(frozen=True)
+    class Params:
+        keep: int = 3
+        min_chars: int = 4000
+        head_ratio: float = 0.1
+        tail_ratio: float = 0.1
+        head_chars: int | None = None
+        tail_chars: int | None = None
+        target_ratio: float = 0.5
+        placeholder: str = sel.CLEARED
+        exclude_tools: tuple[str, ...] = ()
+        trigger_tokens: int = 0
+
+    def plan(self, ctx: PrefixContext) -> Plan:
+        p = self.params
+        total = ctx.tokens
+        if total <= 0 or total < p.trigger_tokens:
+            return Plan()
+        functions = ctx.index.functions()
+        recent = sel.most_recent(functions, p.keep)
+        old = [
+            f
+            for f in sel.editable_functions(ctx)
+            if f.id not in recent and f.tool_name not in set(p.exclude_tools)
+        ]
+        edits: dict[str, Edit] = {}
+        savings: dict[str, int] = {}
+        for f in old:
+            body = sel.result_body(ctx, f)
+            if len(body) <= p.min_chars:
+                continue
+            head, tail = self._head_tail(len(body))
+            saving = sel.replaced_saving(ctx, f, mask_text(body, head, tail, ctx.count))
+            if saving > 0:
+                edits[f.id] = Edit(f.id, "mask", head=head, tail=tail, reason="soft_trim")
+                savings[f.id] = saving
+        estimate = total - sum(savings.values())
+        target = p.target_ratio * total
+        for f in old:
+            if estimate <= target:
+                break
+            saving = self._clear_saving(ctx, f)
+            gained = saving - savings.get(f.id, 0)
+            if gained <= 0:
+                continue
+            edits[f.id] = Edit(f.id, "prune", placeholder=p.placeholder, reason="hard_clear")
+            savings[f.id] = saving
+            estimate -= gained
+        ordered = tuple(edits[f.id] for f in old if f.id in edits)
+        return Plan(ordered, meta={"estimated_tokens": estimate, "target_tokens": target})
+
+    def _head_tail(self, length: int) -> tuple[int, int]:
+        p = self.params
+        head = p.head_chars if p.head_chars is not None else int(length * p.head_ratio)
+        tail = p.tail_chars if p.tail_chars is not None else int(length * p.tail_ratio)
+        return head, tail
+
+    def _clear_saving(self, ctx: PrefixContext, f: ContextObject) -> int:
+        body = sel.result_body(ctx, f)
+        if body == self.params.placeholder:
+            return 0
+        return sel.replaced_saving(ctx, f, self.params.placeholder)

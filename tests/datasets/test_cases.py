@@ -1,0 +1,122 @@
+"""Cases: cut points at request points, triggers, horizons, suites and explicit cuts."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from ctxreplay.cli import main
+from ctxreplay.datasets.cases import CaseError, build_cases, parse_horizon, parse_trigger, read_cases
+from ctxreplay.datasets.messages import Message, Part, Session
+from ctxreplay.datasets.store import Corpus, CorpusWriter
+from ctxreplay.datasets.tokenizer import get_tokenizer
+from ctxreplay.datasets.validate import validate_session
+
+
+def convo(name: str, turns: int, body: str = "x") -> list[Message]:
+    """system; then per turn: user, assistant call, tool result, assistant answer."""
+    msgs = [Message("system", (Part.text("sys"),))]
+    for t in range(1, turns + 1):
+        msgs += [
+            Message("user", (Part.text(f"question {t}"),)),
+            Message("assistant", (Part.call(f"{name}{t}", "lookup", {"q": t}),)),
+            Message("tool", (Part.response(f"{name}{t}", body * 50),)),
+            Message("assistant", (Part.text(f"answer {t}"),)),
+        ]
+    return msgs
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Corpus:
+    w = CorpusWriter(tmp_path / "c", get_tokenizer())
+    for name, turns, body in (("a", 3, "alpha "), ("b", 5, "beta beta "), ("c", 1, "g ")):
+        s = Session("openai-chat", name, convo(name, turns, body), key=name, session_id=f"s-{name}")
+        w.add(validate_session(s))
+    w.close([])
+    return Corpus(tmp_path / "c")
+
+
+def test_user_turn_cuts_are_request_points(corpus: Corpus) -> None:
+    cases = build_cases(corpus, [parse_trigger("user-turns")])
+    a = cases.filter(cases["session_id"] == "s-a")
+    # turns 2 and 3 start at 5 and 9; the agent's request follows at 6 and 10
+    assert a["cut"].to_list() == [6, 10]
+    assert a["trigger"].to_list() == ["user-turn:2", "user-turn:3"]
+    assert cases.filter(cases["session_id"] == "s-c").height == 0  # one turn: nothing before it
+
+
+def test_every_k_never_cuts_between_call_and_result(corpus: Corpus) -> None:
+    cases = build_cases(corpus, [parse_trigger("every:1")])
+    b = cases.filter(cases["session_id"] == "s-b")["cut"].to_list()
+    # request points: each assistant message after a user turn, tool results all answered
+    assert b == [2, 4, 6, 8, 10, 12, 14, 16, 18, 20]
+    every3 = build_cases(corpus, [parse_trigger("every:3")])
+    assert every3.filter(every3["session_id"] == "s-b")["cut"].to_list() == [6, 12, 18]
+
+
+def test_token_trigger_fires_at_first_crossing(corpus: Corpus) -> None:
+    tok = get_tokenizer()
+    msgs = convo("b", 5, "beta beta ")
+    tokens = [sum(tok.count(s) for p in m.parts for s in p.token_texts()) for m in msgs]
+    threshold = 300
+    # request points: an assistant message right after a user message or a tool result
+    crossing = next(
+        i
+        for i, m in enumerate(msgs)
+        if m.role == "assistant" and msgs[i - 1].role in ("user", "tool") and sum(tokens[:i]) >= threshold
+    )
+    cases = build_cases(corpus, [parse_trigger(f"tokens:{threshold}")])
+    row = cases.filter(cases["session_id"] == "s-b").row(0, named=True)
+    assert row["cut"] == crossing
+    assert row["prefix_tokens"] == sum(tokens[:crossing])
+    assert row["trigger"] == f"tokens:{threshold}"
+
+
+def test_fraction_needs_window() -> None:
+    assert parse_trigger("fraction:0.5", window=1000).value == 500
+    with pytest.raises(CaseError, match="window"):
+        parse_trigger("fraction:0.5")
+    with pytest.raises(CaseError):
+        parse_trigger("sometimes")
+
+
+def test_horizon_limits_future_requests(corpus: Corpus) -> None:
+    cases = build_cases(corpus, [parse_trigger("user-turns")], horizon=parse_horizon("turns:2"))
+    row = cases.filter(cases["case_id"] == "s-b@6").row(0, named=True)
+    assert row["future_requests"] == 2
+    # requests 6 and 8, and what arrives before the third request (tool 7, user 9)
+    assert (row["future_start"], row["future_end"]) == (6, 10)
+    full = build_cases(corpus, [parse_trigger("user-turns")])
+    assert full.filter(full["case_id"] == "s-b@6").row(0, named=True)["future_end"] == 21
+
+
+def test_explicit_cuts_by_source_id_and_validation(corpus: Corpus, tmp_path) -> None:
+    csv = tmp_path / "cuts.csv"
+    csv.write_text("session,cut\nb,10\ns-a,6\n")
+    from ctxreplay.datasets.cases import read_cuts
+
+    cases = build_cases(corpus, [], cuts=read_cuts(csv))
+    assert sorted(cases["case_id"].to_list()) == ["s-a@6", "s-b@10"]
+    csv.write_text("session,cut\nb,3\n")  # message 3 is a tool result, not a request point
+    with pytest.raises(CaseError, match="request point"):
+        build_cases(corpus, [], cuts=read_cuts(csv))
+
+
+def test_hard_suite_keeps_highest_tool_pressure_and_sample_is_seeded(corpus: Corpus) -> None:
+    cases = build_cases(corpus, [parse_trigger("every:1")], suite="hard:1")
+    assert cases["session_id"].unique().to_list() == ["s-b"]  # longest tool bodies per prefix
+    one = build_cases(corpus, [parse_trigger("every:1")], sample=4, seed=7)
+    two = build_cases(corpus, [parse_trigger("every:1")], sample=4, seed=7)
+    assert one.height == 4 and one["case_id"].to_list() == two["case_id"].to_list()
+
+
+def test_cli_writes_cases_with_metadata(corpus: Corpus, tmp_path) -> None:
+    out = tmp_path / "cases.parquet"
+    result = CliRunner().invoke(
+        main, ["cases", str(corpus.path), "-o", str(out), "--trigger", "user-turns", "--horizon", "turns:1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "6 cases from 2 sessions" in result.output
+    frame, meta = read_cases(out)
+    assert frame.height == 6 and meta["horizon"] == "turns:1"
+    assert meta["corpus_fingerprint"] == corpus.fingerprint()

@@ -1,0 +1,61 @@
+"""Small hand-built sessions for replay tests, with token counts from the real tokenizer."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ctxreplay.datasets.messages import Message, Part
+from ctxreplay.datasets.tokenizer import get_tokenizer
+from ctxreplay.datasets.validate import validate_session
+from ctxreplay.datasets.messages import Session
+
+count = get_tokenizer().count
+
+
+def counted(messages: list[Message]) -> list[Message]:
+    """Messages as the corpus would hold them: validated, numbered, token counts stored."""
+    checked = validate_session(Session("test", "t", messages)).messages
+    return [replace(m, tokens=sum(count(s) for p in m.parts for s in p.token_texts())) for m in checked]
+
+
+def system(text: str = "You are a coding agent.") -> Message:
+    return Message("system", (Part.text(text),))
+
+
+def user(text: str) -> Message:
+    return Message("user", (Part.text(text),))
+
+
+def say(text: str) -> Message:
+    return Message("assistant", (Part.text(text),))
+
+
+def call(cid: str, name: str, args: dict, text: str | None = None) -> Message:
+    parts = (Part.text(text),) if text else ()
+    return Message("assistant", (*parts, Part.call(cid, name, args)))
+
+
+def result(cid: str, body: str, error: bool = False) -> Message:
+    return Message("tool", (Part.response(cid, body),), is_error=error)
+
+
+def coding_session() -> list[Message]:
+    """Two user turns; reads, a re-read (superseded), a failing run, an edit."""
+    body = "\n".join(f"{i:4d}  line {i} of app.py" for i in range(1, 201))
+    log = "\n".join(f"test_case_{i} PASSED" for i in range(120)) + "\nFAILED test_parse - KeyError: 'x'"
+    return counted(
+        [
+            system(),
+            user("Fix the failing parser test."),
+            call("c1", "read_file", {"path": "app.py"}, "Let me look."),
+            result("c1", body),
+            call("c2", "run_tests", {"target": "tests/"}),
+            result("c2", log, error=True),
+            say("The parser fails on a missing key."),
+            user("Please also keep the public API unchanged."),
+            call("c3", "read_file", {"path": "app.py"}),
+            result("c3", body + "\n 201  # end"),
+            call("c4", "edit_file", {"path": "app.py", "old_str": "line 7 of", "new_str": "line seven of"}),
+            result("c4", "ok"),
+        ]
+    )
