@@ -30,3 +30,23 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     """Keep the tokenizer cache out of the user's home, but shared across the session."""
     cache = tmp_path_factory.getbasetemp() / "ctxreplay-cache"
     monkeypatch.setenv("CTXREPLAY_CACHE_DIR", str(cache))
+
+
+@pytest.fixture(scope="session")
+def synth_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small synthetic corpus with ground truth, shared by the tests that replay and judge."""
+    from ctxreplay.datasets.synth import generate
+
+    path = tmp_path_factory.mktemp("synth") / "corpus"
+    generate(path, sessions=10, seed=3, progress=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def synth_cases(synth_corpus: Path) -> Path:
+    from ctxreplay.datasets.cases import build_cases, parse_trigger, write_cases
+    from ctxreplay.datasets.store import Corpus
+
+    corpus = Corpus(synth_corpus)
+    frame = build_cases(corpus, [parse_trigger("user-turns")])
+    return write_cases(frame, synth_corpus.parent / "cases.parquet", {"corpus_fingerprint": corpus.fingerprint()})

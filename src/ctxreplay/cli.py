@@ -323,8 +323,131 @@ def show_cmd(run: Path, case: str, policy: str, width: int) -> None:
         _fail(str(e), 2)
 
 
+@main.command("judge")
+@click.argument("run", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--judge",
+    "judge_spec",
+    default="anchor",
+    show_default=True,
+    help="anchor · llm · truth (name[:key=value,...])",
+)
+@click.option(
+    "--policy", "policies", multiple=True, help="Only these policies (default: all in the run)."
+)
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint (llm judge).")
+@click.option("--model", default=None, help="Model name (llm judge).")
+@click.option(
+    "--api-key-env",
+    default=None,
+    help="Environment variable holding the API key (default OPENAI_API_KEY).",
+)
+@click.option("--concurrency", default=None, help="Calls in flight per endpoint (llm judge).")
+@click.option("--workers", type=int, default=2, show_default=True)
+@click.option(
+    "--limit", type=int, default=None, help="Judge at most N pairs (for trying things out)."
+)
+@click.option("--quiet", is_flag=True)
+def judge_cmd(
+    run: Path,
+    judge_spec: str,
+    policies: tuple[str, ...],
+    base_url: str | None,
+    model: str | None,
+    api_key_env: str | None,
+    concurrency: str | None,
+    workers: int,
+    limit: int | None,
+    quiet: bool,
+) -> None:
+    """Give every (case, policy) of a run a verdict; re-runs judge only what is missing."""
+    from .judges.engine import run_judge
+    from .registry import UnknownPluginError
+    from .replay.engine import RunError
+
+    overrides = {
+        "base_url": base_url,
+        "model": model,
+        "api_key_env": api_key_env,
+        "concurrency": concurrency,
+    }
+    try:
+        summary = run_judge(
+            run,
+            judge_spec,
+            policies=policies or None,
+            workers=workers,
+            limit=limit,
+            progress=not quiet,
+            overrides={k: v for k, v in overrides.items() if v is not None},
+        )
+    except (RunError, UnknownPluginError, ValueError) as e:
+        _fail(str(e), 2)
+    click.echo(summary.render())
+
+
+@main.command("calibrate")
+@click.argument("run", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--judge", "judge_name", default="anchor", show_default=True, help="The judge to calibrate."
+)
+@click.option(
+    "--against",
+    required=True,
+    help="Another judge, a labels CSV (case_id,policy,label[,category]), or truth.",
+)
+@click.option("--policy", "policies", multiple=True, help="Only these policies.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+def calibrate_cmd(
+    run: Path, judge_name: str, against: str, policies: tuple[str, ...], fmt: str
+) -> None:
+    """Confusion matrix, sensitivity/specificity, Cohen's kappa with CI, per-category accuracy."""
+    import polars as pl
+
+    from .judges.calibrate import compare, read_labels
+    from .judges.engine import read_verdicts, run_judge
+
+    judged = read_verdicts(run, judge_name)
+    if judged.height == 0:
+        _fail(
+            f"no verdicts from judge {judge_name!r} in {run}; run: ctxreplay judge {run} --judge {judge_name}",
+            2,
+        )
+    if against.endswith(".csv"):
+        reference = read_labels(against)
+    else:
+        if against == "truth":
+            run_judge(run, "truth", progress=False)
+        reference = read_verdicts(run, against)
+        if reference.height == 0:
+            _fail(f"no verdicts from {against!r} in {run}", 2)
+    if policies:
+        judged = judged.filter(pl.col("policy").is_in(list(policies)))
+        reference = reference.filter(pl.col("policy").is_in(list(policies)))
+    result = compare(judged, reference, judge_name, against)
+    if fmt == "csv":
+        click.echo(result.table().write_csv(), nl=False)
+    elif fmt == "json":
+        click.echo(result.table().write_json())
+    else:
+        click.echo(result.render())
+
+
 @main.command("demo")
-@click.option("-o", "--out", "out", type=click.Path(path_type=Path), default=Path("ctxreplay-demo"), show_default=True)
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(path_type=Path),
+    default=Path("ctxreplay-demo"),
+    show_default=True,
+)
 @click.option("--sessions", type=int, default=200, show_default=True, help="Synthetic sessions.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--workers", type=int, default=2, show_default=True)
@@ -334,7 +457,9 @@ def demo_cmd(out: Path, sessions: int, seed: int, workers: int, quiet: bool) -> 
     from .pipeline import PipelineConfig, run_pipeline
 
     run_pipeline(
-        PipelineConfig(out=out, synth_sessions=sessions, seed=seed, workers=workers, progress=not quiet),
+        PipelineConfig(
+            out=out, synth_sessions=sessions, seed=seed, workers=workers, progress=not quiet
+        ),
         echo=click.echo,
     )
 

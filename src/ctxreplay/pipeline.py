@@ -85,7 +85,7 @@ def prepare_cases(cfg: PipelineConfig, corpus: Corpus) -> tuple[Path, str]:
     return path, f"cases: {frame.height} from {frame['session_id'].n_unique()} sessions → {path}"
 
 
-def run_pipeline(cfg: PipelineConfig, echo=print) -> Path:  # noqa: ANN001 - a print-like callable
+def run_pipeline(cfg: PipelineConfig, echo=print) -> Path:
     """Run every stage that is not done yet; returns the run folder."""
     from .replay.engine import run_replay
 

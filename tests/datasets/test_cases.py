@@ -6,7 +6,13 @@ import pytest
 from click.testing import CliRunner
 
 from ctxreplay.cli import main
-from ctxreplay.datasets.cases import CaseError, build_cases, parse_horizon, parse_trigger, read_cases
+from ctxreplay.datasets.cases import (
+    CaseError,
+    build_cases,
+    parse_horizon,
+    parse_trigger,
+    read_cases,
+)
 from ctxreplay.datasets.messages import Message, Part, Session
 from ctxreplay.datasets.store import Corpus, CorpusWriter
 from ctxreplay.datasets.tokenizer import get_tokenizer
@@ -63,7 +69,9 @@ def test_token_trigger_fires_at_first_crossing(corpus: Corpus) -> None:
     crossing = next(
         i
         for i, m in enumerate(msgs)
-        if m.role == "assistant" and msgs[i - 1].role in ("user", "tool") and sum(tokens[:i]) >= threshold
+        if m.role == "assistant"
+        and msgs[i - 1].role in ("user", "tool")
+        and sum(tokens[:i]) >= threshold
     )
     cases = build_cases(corpus, [parse_trigger(f"tokens:{threshold}")])
     row = cases.filter(cases["session_id"] == "s-b").row(0, named=True)
@@ -113,7 +121,17 @@ def test_hard_suite_keeps_highest_tool_pressure_and_sample_is_seeded(corpus: Cor
 def test_cli_writes_cases_with_metadata(corpus: Corpus, tmp_path) -> None:
     out = tmp_path / "cases.parquet"
     result = CliRunner().invoke(
-        main, ["cases", str(corpus.path), "-o", str(out), "--trigger", "user-turns", "--horizon", "turns:1"]
+        main,
+        [
+            "cases",
+            str(corpus.path),
+            "-o",
+            str(out),
+            "--trigger",
+            "user-turns",
+            "--horizon",
+            "turns:1",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "6 cases from 2 sessions" in result.output

@@ -22,13 +22,18 @@ def session(n: int) -> Session:
         Message("user", (Part.text(f"Task {n}: read the config"),)),
         Message(
             "assistant",
-            (Part.text("Reading it."), Part.call(f"c{n}", "read_file", {"path": f"/etc/app{n}.toml"})),
+            (
+                Part.text("Reading it."),
+                Part.call(f"c{n}", "read_file", {"path": f"/etc/app{n}.toml"}),
+            ),
             usage=Usage(100 + n, 50, 12),
         ),
         Message("tool", (Part.response(f"c{n}", f"port = {8000 + n}\nname = 'svc{n}'"),)),
         Message("assistant", (Part.text(f"The port is {8000 + n}."),)),
     ]
-    return validate_session(Session("openai-chat", f"s{n}", msgs, key=f"k{n}", source_location="mem"))
+    return validate_session(
+        Session("openai-chat", f"s{n}", msgs, key=f"k{n}", source_location="mem")
+    )
 
 
 def write(tmp_path, sessions, buckets=1):
@@ -93,7 +98,9 @@ def test_rejects_keep_raw_bytes(tmp_path) -> None:
     w = CorpusWriter(tmp_path / "c", get_tokenizer())
     w.add(session(1))
     raw = b'{"broken": \xff\xfe'
-    w.add_reject(Reject("f.jsonl", "invalid_utf8", "bad bytes", raw, "openai-chat", 3, 4, None, "$"))
+    w.add_reject(
+        Reject("f.jsonl", "invalid_utf8", "bad bytes", raw, "openai-chat", 3, 4, None, "$")
+    )
     w.close([])
     rejects = Corpus(tmp_path / "c").rejects()
     assert rejects["raw"].to_list() == [raw]
@@ -102,7 +109,9 @@ def test_rejects_keep_raw_bytes(tmp_path) -> None:
 
 def test_cli_sql_prints_table(tmp_path) -> None:
     write(tmp_path, [session(i) for i in range(3)])
-    out = CliRunner().invoke(main, ["sql", str(tmp_path / "c"), "SELECT count(*) AS n FROM sessions"])
+    out = CliRunner().invoke(
+        main, ["sql", str(tmp_path / "c"), "SELECT count(*) AS n FROM sessions"]
+    )
     assert out.exit_code == 0, out.output
     assert "3" in out.output
     bad = CliRunner().invoke(main, ["sql", str(tmp_path / "c"), "SELECT * FROM nope"])

@@ -106,7 +106,10 @@ def leaves(obj: Any) -> list[str]:
 def families(messages: list[Message]) -> dict[int, tuple[str, Any]]:
     """seq of each tool result → (tool, decoded arguments) of the call it answers."""
     calls = {
-        p.id: (p.name, json.loads(p.arguments or "{}")) for m in messages for p in m.parts if p.type == "tool_call"
+        p.id: (p.name, json.loads(p.arguments or "{}"))
+        for m in messages
+        for p in m.parts
+        if p.type == "tool_call"
     }
     return {
         i: calls[p.id]
@@ -243,7 +246,9 @@ def test_checker_catches_broken_rows(
     assert row_problems(msgs, {**row, "anchor": row["anchor"] + "-nope"})
     assert row_problems(msgs, {**row, "source_seq": 0})
     contract = next(r for r in truth if r["category"] == "behavioural_contract")
-    assert row_problems(sessions[contract["session_id"]], {**contract, "category": "recovery_routing"})
+    assert row_problems(
+        sessions[contract["session_id"]], {**contract, "category": "recovery_routing"}
+    )
 
 
 def test_every_session_plants_all_six_categories(
@@ -305,7 +310,9 @@ def test_same_seed_same_bytes_other_seed_differs(corpora: dict[str, Any]) -> Non
     assert a and set(a) == set(b)
     for name in a:
         assert a[name] == b[name], f"{name} differs between two runs with the same seed"
-    assert (root / "a" / "manifest.json").read_bytes() == (root / "b" / "manifest.json").read_bytes()
+    assert (root / "a" / "manifest.json").read_bytes() == (
+        root / "b" / "manifest.json"
+    ).read_bytes()
     assert any(a[name] != c.get(name) for name in a)
 
 

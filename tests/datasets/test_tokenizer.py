@@ -27,14 +27,22 @@ def test_known_token_ids(name: str, text: str, ids: list[int]) -> None:
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
 def test_count_matches_encoding_on_varied_text(name: str) -> None:
     t = tk.get_tokenizer(name)
-    samples = ["", "ünïcödé ✓ 日本語", "def f(x):\n    return x ** 2\n", "a" * 5000, '{"k": [1, 2, 3]}']
+    samples = [
+        "",
+        "ünïcödé ✓ 日本語",
+        "def f(x):\n    return x ** 2\n",
+        "a" * 5000,
+        '{"k": [1, 2, 3]}',
+    ]
     assert t.count_many(samples) == [len(t.encode(s)) for s in samples]
     assert [t.count(s) for s in samples] == [len(t.encode(s)) for s in samples]
 
 
 def test_encodings_differ() -> None:
     text = "The quick brown fox jumps over the lazy dog, twice: 12345."
-    assert tk.get_tokenizer("o200k_base").encode(text) != tk.get_tokenizer("cl100k_base").encode(text)
+    assert tk.get_tokenizer("o200k_base").encode(text) != tk.get_tokenizer("cl100k_base").encode(
+        text
+    )
 
 
 def test_cache_file_has_tiktokens_expected_hash(tmp_path, monkeypatch) -> None:
@@ -47,7 +55,7 @@ def test_cache_file_has_tiktokens_expected_hash(tmp_path, monkeypatch) -> None:
 
 def test_corrupt_cache_is_rebuilt_not_downloaded(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CTXREPLAY_CACHE_DIR", str(tmp_path))
-    url, expected = tk.ENCODINGS["cl100k_base"]
+    url, _ = tk.ENCODINGS["cl100k_base"]
     folder = tk.cache_dir()
     folder.mkdir(parents=True)
     (folder / hashlib.sha1(url.encode()).hexdigest()).write_bytes(b"garbage")

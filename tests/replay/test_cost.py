@@ -37,10 +37,16 @@ def test_no_edit_costs_the_same() -> None:
 
 
 def test_recorded_cache_gives_a_point_not_a_range() -> None:
-    future = [m("assistant", 20, Usage(192, 150, 20)), m("tool", 40), m("assistant", 10, Usage(258, 200, 10))]
+    future = [
+        m("assistant", 20, Usage(192, 150, 20)),
+        m("tool", 40),
+        m("assistant", 10, Usage(258, 200, 10)),
+    ]
     c = case_cost(PREFIX, PREFIX, None, future, T)
     assert c.recorded_cache and c.usd_baseline[0] == c.usd_baseline[1]
-    assert c.usd_baseline[0] == pytest.approx(((192 - 150) * 2 + 150 * 0.5 + 160 + (258 - 200) * 2 + 200 * 0.5 + 80) / 1e6)
+    assert c.usd_baseline[0] == pytest.approx(
+        ((192 - 150) * 2 + 150 * 0.5 + 160 + (258 - 200) * 2 + 200 * 0.5 + 80) / 1e6
+    )
 
 
 def test_commit_rule() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import coding_session, count
+from builders import coding_session, count
 
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
@@ -27,7 +27,9 @@ def test_objects_ids_spans_and_supersession() -> None:
     assert read1.superseded_by == read2.id and read2.supersedes == read1.id
     assert index["function:run_tests:2"].is_error
     assert read1.messages == (2, 3) and read1.parent == "conversation:user:1"
-    assert read1.tokens == count("read_file") + count('{"path":"app.py"}') + count(msgs[3].parts[0].content)
+    assert read1.tokens == count("read_file") + count('{"path":"app.py"}') + count(
+        msgs[3].parts[0].content
+    )
 
 
 def test_ids_are_stable_across_cuts() -> None:

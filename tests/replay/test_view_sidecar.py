@@ -6,12 +6,18 @@ import hashlib
 import json
 
 import pytest
-from helpers import coding_session, count
+from builders import coding_session, count
 
 from ctxreplay.datasets.openai_format import to_openai
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
-from ctxreplay.replay.sidecar import SidecarError, SidecarStore, original_result, payload_messages, recover_into_view
+from ctxreplay.replay.sidecar import (
+    SidecarError,
+    SidecarStore,
+    original_result,
+    payload_messages,
+    recover_into_view,
+)
 from ctxreplay.replay.view import commit, mask_text, view_problems
 
 
@@ -34,7 +40,9 @@ def test_prune_removes_result_and_call_envelope_but_keeps_connective_text() -> N
 
 def test_prune_with_placeholder_and_cleared_inputs_keeps_envelope() -> None:
     msgs = coding_session()
-    view = apply(msgs, Edit("function:read_file:1", "prune", placeholder="[cleared]", clear_inputs=True))
+    view = apply(
+        msgs, Edit("function:read_file:1", "prune", placeholder="[cleared]", clear_inputs=True)
+    )
     assert len(view.messages) == len(msgs)
     assert view.messages[2].parts[1].arguments == "{}"
     assert view.messages[3].parts[0].content == "[cleared]"
@@ -45,7 +53,9 @@ def test_prune_with_placeholder_and_cleared_inputs_keeps_envelope() -> None:
 def test_mask_keeps_exact_head_and_tail_with_counting_marker() -> None:
     body = "".join(chr(97 + i % 26) for i in range(1000))
     assert mask_text(body, 100, 100, count) == (
-        body[:100] + f"\n[… 800 characters elided (1 lines, {count(body[100:900]):,} tokens) …]\n" + body[900:]
+        body[:100]
+        + f"\n[… 800 characters elided (1 lines, {count(body[100:900]):,} tokens) …]\n"
+        + body[900:]
     )
     msgs = coding_session()
     view = apply(msgs, Edit("function:run_tests:2", "mask"))  # default 10% / 10%
@@ -77,7 +87,11 @@ def test_fold_of_a_turn_replaces_span_with_one_pointer() -> None:
     msgs = coding_session()
     view = apply(msgs, Edit("conversation:user:1", "fold"))
     assert [m.role for m in view.messages][:3] == ["system", "user", "user"]
-    assert view.messages[1].parts[0].content.startswith('<ctxreplay:folded object="conversation:user:1"')
+    assert (
+        view.messages[1]
+        .parts[0]
+        .content.startswith('<ctxreplay:folded object="conversation:user:1"')
+    )
     assert view.messages[2] == msgs[7]  # the latest user turn, untouched
     assert view_problems(view.messages) == []
     doc = json.loads(view.archives[0].payload)
@@ -86,7 +100,12 @@ def test_fold_of_a_turn_replaces_span_with_one_pointer() -> None:
 
 def test_fold_without_route_has_no_pointer() -> None:
     msgs = coding_session()
-    view = apply(msgs, Edit("conversation:user:1", "fold", note="Earlier: read app.py, tests failed.", route=False))
+    view = apply(
+        msgs,
+        Edit(
+            "conversation:user:1", "fold", note="Earlier: read app.py, tests failed.", route=False
+        ),
+    )
     assert view.messages[1].parts[0].content == "Earlier: read app.py, tests failed."
     assert view.archives[0].pointer_visible is False
 
@@ -99,12 +118,18 @@ def test_agent_forgetting_note_in_place_and_recovery_appends_original() -> None:
         handles={"function:read_file:1": "r1"},
     )
     stub = view.messages[3].parts[0].content
-    assert stub.startswith('<ctxreplay:archived id="r1" ref="sha256:') and "parser at line 7" in stub
+    assert (
+        stub.startswith('<ctxreplay:archived id="r1" ref="sha256:') and "parser at line 7" in stub
+    )
     recovered = recover_into_view(view.messages, view.archives[0].payload, "r1", "r5", count)
     assert recovered[3].parts[0].content == stub  # the stub stays
     call, back = recovered[-2], recovered[-1]
-    assert call.parts[0].name == "context_recover" and json.loads(call.parts[0].arguments) == {"result_id": "r1"}
-    assert back.parts[0].content == msgs[3].parts[0].content and back.parts[0].id == call.parts[0].id
+    assert call.parts[0].name == "context_recover" and json.loads(call.parts[0].arguments) == {
+        "result_id": "r1"
+    }
+    assert (
+        back.parts[0].content == msgs[3].parts[0].content and back.parts[0].id == call.parts[0].id
+    )
     assert back.parts[0].id not in {p.id for m in msgs for p in m.parts}
     assert view_problems(recovered) == []
 

@@ -19,14 +19,22 @@ LOCATOR_KINDS = frozenset({"url", "email", "uuid", "hash", "path", "id"})
 
 _URL = re.compile(r"\bhttps?://[^\s\"'<>()\[\]{}`]+")
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_UUID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
 _HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b")
 _PATH = re.compile(
     r"(?<![\w/.:-])(?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]+)+/?|(?<![\w/.:-])[\w.@+-]+/(?![\w/])"
 )
-_FILE = re.compile(r"(?<![\w/.-])[\w-]{2,}\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|hpp|cs|md|txt|json|yaml|yml|toml|ini|cfg|csv|sql|sh|html|css|xml|log|lock|pdf|docx?|xlsx?)\b")
-_ID = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w-])|(?<![\w-])(?=\w*\d)(?=\w*[A-Z])[A-Z0-9]{5,}(?![\w-])")
-_NUMBER = re.compile(r"(?<![\w.,])[-+$€£]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?(?![\w,])|(?<![\w.,])[-+$€£]?\d+\.\d+%?(?![\w.])|(?<![\w.,])\d{5,}(?![\w.,])")
+_FILE = re.compile(
+    r"(?<![\w/.-])[\w-]{2,}\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|hpp|cs|md|txt|json|yaml|yml|toml|ini|cfg|csv|sql|sh|html|css|xml|log|lock|pdf|docx?|xlsx?)\b"
+)
+_ID = re.compile(
+    r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w-])|(?<![\w-])(?=\w*\d)(?=\w*[A-Z])[A-Z0-9]{5,}(?![\w-])"
+)
+_NUMBER = re.compile(
+    r"(?<![\w.,])[-+$€£]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?(?![\w,])|(?<![\w.,])[-+$€£]?\d+\.\d+%?(?![\w.])|(?<![\w.,])\d{5,}(?![\w.,])"
+)
 _QUOTE = re.compile(r"[\"“'`]([^\"”'`\n]{12,200})[\"”'`]")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 _DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?\b")
@@ -151,16 +159,98 @@ CONSTRAINT = re.compile(
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _STOP = frozenset(
-    "the a an and or but to of in on at for with by from as is are be been it this that these those "
-    "please you your i we our my me us them they do does did not no any all each every only always "
-    "never must make sure keep use using avoid without instead more than least most from now should "
-    "would could can will just also very so if then than when what which who how there here".split()
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "but",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "by",
+        "from",
+        "as",
+        "is",
+        "are",
+        "be",
+        "been",
+        "it",
+        "this",
+        "that",
+        "these",
+        "those",
+        "please",
+        "you",
+        "your",
+        "i",
+        "we",
+        "our",
+        "my",
+        "me",
+        "us",
+        "them",
+        "they",
+        "do",
+        "does",
+        "did",
+        "not",
+        "no",
+        "any",
+        "all",
+        "each",
+        "every",
+        "only",
+        "always",
+        "never",
+        "must",
+        "make",
+        "sure",
+        "keep",
+        "use",
+        "using",
+        "avoid",
+        "without",
+        "instead",
+        "more",
+        "than",
+        "least",
+        "most",
+        "from",
+        "now",
+        "should",
+        "would",
+        "could",
+        "can",
+        "will",
+        "just",
+        "also",
+        "very",
+        "so",
+        "if",
+        "then",
+        "than",
+        "when",
+        "what",
+        "which",
+        "who",
+        "how",
+        "there",
+        "here",
+    ]
 )
 
 
 def constraints(text: str) -> list[str]:
     """Sentences of a user message that state a standing constraint."""
-    return [s.strip() for s in _SENTENCE.findall(text) if CONSTRAINT.search(s) and len(s.split()) >= 3]
+    return [
+        s.strip() for s in _SENTENCE.findall(text) if CONSTRAINT.search(s) and len(s.split()) >= 3
+    ]
 
 
 def key_terms(sentence: str) -> list[str]:
@@ -183,7 +273,11 @@ def shared_phrase(sentence: str, text: str) -> str | None:
         for j in range(len(words), i + 1, -1):
             phrase = " ".join(words[i:j])
             content = [w for w in words[i:j] if w.lower() not in _STOP and len(w) >= 3]
-            if len(content) >= 2 and phrase.lower() in lowered and (best is None or len(phrase) > len(best)):
+            if (
+                len(content) >= 2
+                and phrase.lower() in lowered
+                and (best is None or len(phrase) > len(best))
+            ):
                 best = phrase
                 break
     if best:

@@ -115,6 +115,13 @@ class Judge:
     def judge(self, item: JudgeInput) -> Verdict:
         raise NotImplementedError(f"judge {self.name} must implement judge()")
 
+    def corpus_state(self, corpus: Any) -> Any:
+        """Corpus-level knowledge a judge needs (computed once, in the main process)."""
+        return None
+
+    def use_state(self, state: Any) -> None:
+        """Receive what ``corpus_state`` computed (in each worker process)."""
+
     def close(self) -> None:
         """Release clients and servers."""
 
@@ -126,7 +133,7 @@ def judge(name: str) -> Callable[[type[Judge]], type[Judge]]:
     return judges.register(name)
 
 
-_BUILTIN = ("anchor", "llm")
+_BUILTIN = ("anchor", "llm", "truth")
 
 
 def _load_builtins() -> None:

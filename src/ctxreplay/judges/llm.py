@@ -24,13 +24,13 @@ The defaults point at ``ctxreplay local-model serve`` (SmolLM2-135M on 127.0.0.1
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 from ..datasets.schema import CATEGORIES
 from ..datasets.tokenizer import get_tokenizer
 from ..llm.cache import default_cache_dir
-from ..llm.client import Completion, ModelCallError, ModelClient
+from ..llm.client import Completion, ModelCallError, ModelClient, parse_json_answer
 from .base import Judge, JudgeInput, Loss, Usage, Verdict, judge
 from .prompt import RenderedPrompt, render_prompt
 
@@ -244,9 +244,7 @@ class LLMJudge(Judge):
         except ModelCallError as e:
             return Verdict.unscored(f"batch answer unreadable: {e.reason}")
         prompt_hash = self.client.prompt_hash(rendered.messages, **args)
-        return self.verdict_from_completion(
-            item, Completion(**{**completion.__dict__, "prompt_hash": prompt_hash})
-        )
+        return self.verdict_from_completion(item, replace(completion, prompt_hash=prompt_hash))
 
     # --- answers ----------------------------------------------------------------------------
 
@@ -269,8 +267,6 @@ class LLMJudge(Judge):
             return Verdict.unscored("answer withheld by the endpoint's content filter", **common)
         doc = c.parsed
         if doc is None:
-            from ..llm.client import parse_json_answer
-
             doc, error = parse_json_answer(c.text)
             if doc is None:
                 cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""

@@ -223,13 +223,18 @@ def parse_json_answer(text: str) -> tuple[Any, str | None]:
         return json.loads(stripped), None
     except ValueError:
         pass
-    for span in reversed(_balanced_objects(text)):
+    spans = _balanced_objects(text)
+    for span in reversed(spans):
         try:
             return json.loads(span), None
         except ValueError:
             continue
     if not stripped:
         return None, "empty answer"
+    if spans:
+        return None, "invalid JSON"
+    if "{" in text:
+        return None, "unterminated JSON object"
     return None, "no JSON object in the answer"
 
 

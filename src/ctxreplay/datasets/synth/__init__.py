@@ -64,7 +64,7 @@ class SynthSession:
 
 
 def _workloads(workloads: Sequence[str] | None) -> list[str]:
-    names = list(workloads) if workloads else list(WORKLOADS)
+    names = [w.replace("_", "-") for w in workloads] if workloads else list(WORKLOADS)
     unknown = [w for w in names if w not in WORKLOADS]
     if unknown:
         raise SynthError(f"unknown workload(s) {unknown}; available: {', '.join(WORKLOADS)}")
@@ -80,7 +80,7 @@ def workload_for(index: int, seed: int, workloads: Sequence[str] | None = None) 
 
 def build_session(index: int, seed: int = 0, workload: str | None = None) -> SynthSession:
     """Session ``index`` of the corpus for ``seed``: validated, with its ground-truth rows."""
-    workload = workload or workload_for(index, seed)
+    workload = _workloads([workload])[0] if workload else workload_for(index, seed)
     script = WORKLOADS[workload]
     session_id = f"synth-{workload}-{index:05d}"
     problems: list[str] = []

@@ -127,7 +127,12 @@ def _page(
     """A fetched article as Markdown, and its sentences (for verbatim candidates)."""
     lex = {**t["lex"], "org": [o for o, _ in t["orgs"]]}
     prose = Prose(rng, lex)
-    lines = [f"# {title}", "", f"By {rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)} · {org} · {long_date(rng, year or rng.choice((2023, 2024)))}", ""]
+    lines = [
+        f"# {title}",
+        "",
+        f"By {rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)} · {org} · {long_date(rng, year or rng.choice((2023, 2024)))}",
+        "",
+    ]
     sentences: list[str] = []
     inserts = dict(zip(rng.sample(range(n_paras), len(extra)), extra, strict=True))
     for i in range(n_paras):
@@ -160,13 +165,21 @@ def build(b: SessionBuilder) -> str:
         f"sources. {contract[0]}"
     )
 
-    def results(n: int, fixed: list[tuple[str, str, str]]) -> tuple[str, list[tuple[str, str, str]]]:
+    def results(
+        n: int, fixed: list[tuple[str, str, str]]
+    ) -> tuple[str, list[tuple[str, str, str]]]:
         items = list(fixed)
         while len(items) < n:
             org, host = rng.choice(orgs)
             items.append((f"{Prose(rng, t['lex']).fill('{thing}').capitalize()}: what changed in {rng.choice((2023, 2024))}",
                           pool.url(host, rng.choice(("news", "insights", "blog", "analysis")), f"{rng.choice(MONTHS).lower()}-{rng.randint(2023, 2024)}"), org))  # fmt: skip
-        items.append((f"{t['topic'].capitalize()} - Wikipedia", f"https://en.wikipedia.org/wiki/{t['topic'].title().replace(' ', '_')}", "Wikipedia"))
+        items.append(
+            (
+                f"{t['topic'].capitalize()} - Wikipedia",
+                f"https://en.wikipedia.org/wiki/{t['topic'].title().replace(' ', '_')}",
+                "Wikipedia",
+            )
+        )
         rng.shuffle(items)
         out = []
         for i, (title, url, org) in enumerate(items, 1):
@@ -182,16 +195,42 @@ def build(b: SessionBuilder) -> str:
     q1 = f"{t['topic']} {t['metric'][0]} 2024"
     sr_text, _ = results(rng.randint(7, 9), [(f"{t['metric'][0].capitalize()}: annual statistics 2024", u1, o1),
                                              (f"Outlook: {t['topic']}", u2, o2), (f"Market report: {t['topic']}", u_pay, o3)])  # fmt: skip
-    s1 = b.call("search_web", {"query": q1}, sr_text, text="Starting with a broad search for recent statistics.")
+    s1 = b.call(
+        "search_web",
+        {"query": q1},
+        sr_text,
+        text="Starting with a broad search for recent statistics.",
+    )
 
     # page 1: the statistics, with a figure and a dataset link
     figure = f"{pool.decimal(12, 480, 1)} {t['metric'][1]}"
-    data_url = pool.url(f"data.{h1.removeprefix('www.')}", "downloads", t["metric"][0].replace(" ", "_"), ext=".csv")
+    data_url = pool.url(
+        f"data.{h1.removeprefix('www.')}", "downloads", t["metric"][0].replace(" ", "_"), ext=".csv"
+    )
     fig_sentence = f"By the end of 2024, {o1} counted {figure} of {t['metric'][0]}, the highest level on record."
     link_sentence = f"The underlying country series can be downloaded from {data_url} under a CC BY 4.0 licence."
-    p1_text, _ = _page(rng, t, o1, f"{t['metric'][0].capitalize()}: annual statistics 2024", b.size(14, 24), [fig_sentence, link_sentence], year=2025)
-    f1 = b.call("fetch_url", {"url": u1}, p1_text, text=f"The {o1} statistics page looks like the primary source.")
-    b.plant("locator_handle", u1, s1.result_seq, f1.call_seq, "result URL seen only in the search output, then fetched")
+    p1_text, _ = _page(
+        rng,
+        t,
+        o1,
+        f"{t['metric'][0].capitalize()}: annual statistics 2024",
+        b.size(14, 24),
+        [fig_sentence, link_sentence],
+        year=2025,
+    )
+    f1 = b.call(
+        "fetch_url",
+        {"url": u1},
+        p1_text,
+        text=f"The {o1} statistics page looks like the primary source.",
+    )
+    b.plant(
+        "locator_handle",
+        u1,
+        s1.result_seq,
+        f1.call_seq,
+        "result URL seen only in the search output, then fetched",
+    )
     b.call("fetch_url", {"url": u_pay}, f"Error: HTTP 403 Forbidden for {u_pay} (subscriber-only content).",
            error=True, text="The market report might have more detail.")  # fmt: skip
     p2_text, p2_sentences = _page(rng, t, o2, f"Outlook: {t['topic']}", b.size(16, 30), [])
@@ -200,10 +239,20 @@ def build(b: SessionBuilder) -> str:
         return "no usable quote"
     quote = rng.choice(quotes)
     avoid.add(quote)
-    f2 = b.call("fetch_url", {"url": u2}, p2_text, text=f"Paywalled. Reading the {o2} outlook instead.")
-    b.plant("locator_handle", u2, s1.result_seq, f2.call_seq, "result URL seen only in the search output, then fetched")
-    b.say(f"So far: {o1} publishes the annual statistics with a downloadable country series, and {o2} has an "
-          "outlook piece with expert views. One market report is paywalled. I'll keep going.")
+    f2 = b.call(
+        "fetch_url", {"url": u2}, p2_text, text=f"Paywalled. Reading the {o2} outlook instead."
+    )
+    b.plant(
+        "locator_handle",
+        u2,
+        s1.result_seq,
+        f2.call_seq,
+        "result URL seen only in the search output, then fetched",
+    )
+    b.say(
+        f"So far: {o1} publishes the annual statistics with a downloadable country series, and {o2} has an "
+        "outlook piece with expert views. One market report is paywalled. I'll keep going."
+    )
 
     tracker_host = t["tracker"]
     tracker = f"https://{tracker_host}/dashboard/{t['live'][0].replace(' ', '-')}"
@@ -213,45 +262,121 @@ def build(b: SessionBuilder) -> str:
         b.user(f"There's also a live tracker: {tracker} Can you check what it shows right now?")
 
         def tracker_page(value: str, clock: str) -> str:
-            rows = [f"| {c} | {rng.randint(100, 9000):,} | {rng.uniform(-4, 9):+.1f}% |" for c in ("Germany", "France", "Italy", "Spain", "Netherlands", "Poland", "Sweden", "Belgium", "Austria", "Denmark")]
+            rows = [
+                f"| {c} | {rng.randint(100, 9000):,} | {rng.uniform(-4, 9):+.1f}% |"
+                for c in (
+                    "Germany",
+                    "France",
+                    "Italy",
+                    "Spain",
+                    "Netherlands",
+                    "Poland",
+                    "Sweden",
+                    "Belgium",
+                    "Austria",
+                    "Denmark",
+                )
+            ]
             return "\n".join([f"# Live tracker: {t['live'][0]}", "", f"Last updated {clock} UTC. Figures refresh several times a day.", "",
                               f"Total {t['live'][0]}: {value}", "", "| Country | Value | Change vs last week |", "|---|---|---|", *rows, "",
                               *wrap(" ".join(Prose(rng, {**t["lex"], "org": [o1]}).sentences(PAGE, rng.randint(4, 7), avoid)))])  # fmt: skip
 
         v1 = f"{pool.count(2_000, 60_000)} {t['live'][1]}"
-        b.call("fetch_url", {"url": tracker}, tracker_page(v1, f"{rng.randint(6, 10):02d}:{rng.randint(10, 59)}"))
-        b.say("The tracker is up; it shows today's total and a country breakdown. It refreshes several times a day.")
-        b.user(rng.choice((f"They said the tracker updates around noon. Check {tracker} again?",
-                           f"Can you re-check {tracker}? It should have refreshed by now.")))
+        b.call(
+            "fetch_url",
+            {"url": tracker},
+            tracker_page(v1, f"{rng.randint(6, 10):02d}:{rng.randint(10, 59)}"),
+        )
+        b.say(
+            "The tracker is up; it shows today's total and a country breakdown. It refreshes several times a day."
+        )
+        b.user(
+            rng.choice(
+                (
+                    f"They said the tracker updates around noon. Check {tracker} again?",
+                    f"Can you re-check {tracker}? It should have refreshed by now.",
+                )
+            )
+        )
         v2 = f"{pool.count(2_000, 60_000)} {t['live'][1]}"
-        f = b.call("fetch_url", {"url": tracker}, tracker_page(v2, f"{rng.randint(12, 15):02d}:{rng.randint(10, 59)}"))
-        n = b.say(f"After the refresh the tracker shows a total of {v2}. I'll use the refreshed figure.")
-        b.plant("live_state", v2, f.result_seq, n, "figure only the latest fetch of the same live page shows")
+        f = b.call(
+            "fetch_url",
+            {"url": tracker},
+            tracker_page(v2, f"{rng.randint(12, 15):02d}:{rng.randint(10, 59)}"),
+        )
+        if rng.random() < 0.5:
+            n = b.say(
+                f"After the refresh the tracker shows a total of {v2}. I'll use the refreshed figure."
+            )
+            b.plant(
+                "live_state",
+                v2,
+                f.result_seq,
+                n,
+                "figure only the latest fetch of the same live page shows",
+            )
+        else:  # used in the brief instead
+            b.say(
+                "The tracker has refreshed and the total moved noticeably; I'll use the refreshed figure in the brief."
+            )
+            state["live"] = (v2, f.result_seq)
 
     def critics_block() -> None:
         b.user("Now look for criticism or counterpoints, I don't want a one-sided brief.")
         u3 = pool.url(h4, "reports", f"{t['sub'].replace(' ', '-')}-review")
         sr, _ = results(rng.randint(6, 8), [(f"Review: the case against {t['sub']}", u3, o4)])
         s2 = b.call("search_web", {"query": f"{t['topic']} criticism {t['sub']}"}, sr)
-        long_text, _ = _page(rng, t, o4, f"Review: the case against {t['sub']}", b.size(40, 60), [], avoid)
+        long_text, _ = _page(
+            rng, t, o4, f"Review: the case against {t['sub']}", b.size(40, 60), [], avoid
+        )
         long_lines = [x for para in long_text.split("\n") for x in (wrap(para) if para else [""])]
         route = pool.output_path("page", "md")
         keep = rng.randint(60, 90)
-        f = b.call("fetch_url", {"url": u3}, truncated(long_lines, keep, route),
-                   text=f"The {o4} review is the most substantial critical piece.")
-        b.plant("locator_handle", u3, s2.result_seq, f.call_seq, "result URL from the second search, then fetched")
-        b.say(f"The {o4} review argues the opposite case on {t['sub']}; it is long and the harness cut it, "
-              "but the first part already makes the main argument.")
+        if rng.random() < 0.5:
+            b.say(
+                f"The most substantial critical piece is a long review by {o4}. Shall I read it in full?"
+            )
+            b.user(rng.choice(("Yes, read it.", "Go ahead.", "Yes please, that sounds useful.")))
+        f = b.call(
+            "fetch_url",
+            {"url": u3},
+            truncated(long_lines, keep, route),
+            text=f"Reading the {o4} review.",
+        )
+        b.plant(
+            "locator_handle",
+            u3,
+            s2.result_seq,
+            f.call_seq,
+            "result URL from the second search, then fetched",
+        )
+        b.say(
+            f"The {o4} review argues the opposite case on {t['sub']}; it is long and the harness cut it, "
+            "but the first part already makes the main argument."
+        )
         state["route"] = (route, f.result_seq, long_lines, keep)
 
     def followup_block() -> None:
         route, src, long_lines, keep = state["route"]  # type: ignore[misc]
-        b.user(f"Does that long review say anything concrete about {t['lex']['actor'][0]} further down?")
-        r = b.call("read_file", {"path": route, "offset": keep, "limit": len(long_lines) - keep},
-                   "\n".join(f"{i:6d}\t{x}" for i, x in enumerate(long_lines[keep:], keep + 1)),
-                   text="Reading the rest of the review from the saved copy.")
-        b.plant("recovery_routing", route, src, r.call_seq, "truncated page names its saved copy; read in a later turn")
-        b.say(f"Yes: further down it discusses {t['lex']['actor'][0]} at length, mostly about costs and timing.")
+        b.user(
+            f"Does that long review say anything concrete about {t['lex']['actor'][0]} further down?"
+        )
+        r = b.call(
+            "read_file",
+            {"path": route, "offset": keep, "limit": len(long_lines) - keep},
+            "\n".join(f"{i:6d}\t{x}" for i, x in enumerate(long_lines[keep:], keep + 1)),
+            text="Reading the rest of the review from the saved copy.",
+        )
+        b.plant(
+            "recovery_routing",
+            route,
+            src,
+            r.call_seq,
+            "truncated page names its saved copy; read in a later turn",
+        )
+        b.say(
+            f"Yes: further down it discusses {t['lex']['actor'][0]} at length, mostly about costs and timing."
+        )
 
     def extra_block() -> None:
         b.user("Is there anything newer from this year?")
@@ -260,9 +385,22 @@ def build(b: SessionBuilder) -> str:
         title, url, org = next(i for i in items if "wikipedia" not in i[1])
         page, _ = _page(rng, t, org, title, b.size(12, 22), [], avoid)
         search_seq = len(b.messages) - 1
-        fx = b.call("fetch_url", {"url": url}, page, text=f"The {org} piece is the most recent; checking whether it has new data.")
-        b.plant("locator_handle", url, search_seq, fx.call_seq, "result URL seen only in the search output, then fetched")
-        b.say("Nothing newer with original data; the recent items are commentary on the 2024 figures.")
+        fx = b.call(
+            "fetch_url",
+            {"url": url},
+            page,
+            text=f"The {org} piece is the most recent; checking whether it has new data.",
+        )
+        b.plant(
+            "locator_handle",
+            url,
+            search_seq,
+            fx.call_seq,
+            "result URL seen only in the search output, then fetched",
+        )
+        b.say(
+            "Nothing newer with original data; the recent items are commentary on the 2024 figures."
+        )
 
     blocks = [tracker_block, critics_block] + ([extra_block] if rng.random() < 0.7 else [])
     rng.shuffle(blocks)
@@ -279,11 +417,37 @@ def build(b: SessionBuilder) -> str:
         f"Brief: {t['topic']}\n\n"
         f"- Scale: {o1} counts {figure} of {t['metric'][0]} at the end of 2024 ({u1}). Country series: {data_url}\n"
         f"- Outlook: {o2} writes: \u201c{quote}\u201d ({u2})\n"
-        f"- Counterpoint: {o4} questions {t['sub']} and its costs.\n\n{contract[2]}"
+        + (
+            f"- Live: the tracker you pointed me to now shows {state['live'][0]}.\n"
+            if "live" in state
+            else ""
+        )  # type: ignore[index]
+        + f"- Counterpoint: {o4} questions {t['sub']} and its costs.\n\n{contract[2]}"
     )
+    if "live" in state:
+        v2, src = state["live"]  # type: ignore[misc]
+        b.plant(
+            "live_state",
+            v2,
+            src,
+            n,
+            "figure only the latest fetch of the live page shows, used in the brief",
+        )
     src1 = f1.result_seq
     b.plant("evidence_detail", figure, src1, n, "figure from a fetched page, cited turns later")
-    b.plant("locator_handle", data_url, src1, n, "dataset link found inside a fetched page, cited in the brief")
-    b.plant("verbatim_source", quote, f2.result_seq, n, "sentence from the middle of a fetched page, quoted word for word")
+    b.plant(
+        "locator_handle",
+        data_url,
+        src1,
+        n,
+        "dataset link found inside a fetched page, cited in the brief",
+    )
+    b.plant(
+        "verbatim_source",
+        quote,
+        f2.result_seq,
+        n,
+        "sentence from the middle of a fetched page, quoted word for word",
+    )
     b.plant("behavioural_contract", contract[1], t1, n, f"user constraint: {contract[0]}")
     return f"research brief on {t['topic']}"

@@ -77,6 +77,7 @@ class SessionBuilder:
         self.scale = self.rng.choice((1.0, 1.0, 1.0, 1.35, 1.7))
         self.pool = AnchorPool(self.rng)
         self._call_ids: set[str] = set()
+        self._carry: list[tuple[str, tuple[str, str, int, str] | None]] = []
         start = datetime(2025, 1, 6, 8, 0, 0) + timedelta(
             days=self.rng.randint(0, 300), minutes=self.rng.randint(0, 600)
         )
@@ -108,9 +109,28 @@ class SessionBuilder:
 
     def say(self, text: str) -> int:
         """An assistant message with text only (ends the agent's turn, or narrates)."""
-        return self._append(
-            Message("assistant", (Part.text(text),), timestamp=self._stamp((3, 40)))
-        )
+        text = self._carried(text)
+        seq = self._append(Message("assistant", (Part.text(text),), timestamp=self._stamp((3, 40))))
+        self._plant_carried(seq)
+        return seq
+
+    def answer_next(self, text: str, plant: tuple[str, str, int, str] | None = None) -> None:
+        """Open the next assistant message with ``text`` (answering a question the user just
+        asked); ``plant`` = (category, anchor, source_seq, note) is recorded with that message
+        as its need."""
+        self._carry.append((text, plant))
+
+    def _carried(self, text: str | None) -> str | None:
+        if not self._carry:
+            return text
+        lead = " ".join(t for t, _ in self._carry)
+        return f"{lead} {text}" if text else lead
+
+    def _plant_carried(self, seq: int) -> None:
+        for _, plant in self._carry:
+            if plant is not None:
+                self.plant(plant[0], plant[1], plant[2], seq, plant[3])
+        self._carry = []
 
     def call_id(self) -> str:
         while True:
@@ -122,11 +142,11 @@ class SessionBuilder:
     def parallel(self, calls: Sequence[ToolCall], text: str | None = None) -> Step:
         """One assistant message making ``calls``, then one tool message per result, in order."""
         ids = tuple(self.call_id() for _ in calls)
+        text = self._carried(text)
         parts: list[Part] = [Part.text(text)] if text else []
         parts.extend(Part.call(i, c.name, c.arguments) for i, c in zip(ids, calls, strict=True))
-        call_seq = self._append(
-            Message("assistant", tuple(parts), timestamp=self._stamp((2, 30)))
-        )
+        call_seq = self._append(Message("assistant", tuple(parts), timestamp=self._stamp((2, 30))))
+        self._plant_carried(call_seq)
         results = tuple(
             self._append(
                 Message(
@@ -282,14 +302,13 @@ def check_dependencies(messages: Sequence[Message], deps: Sequence[Dep]) -> list
         errors_before = [k for k in results_before if messages[k].is_error]
         fam = family(d.source_seq)
         same_family = [k for k in results_before if fam is not None and family(k) == fam]
-        if d.category in PLAIN_SOURCE:
-            if src.role == "tool":
-                if any(k < d.source_seq for k in same_family):
-                    problems.append(f"{tag}: source repeats an earlier identical call")
-                if src.is_error:
-                    problems.append(f"{tag}: source is an error result")
-                if ROUTE.search(src_text):
-                    problems.append(f"{tag}: source announces a recovery route")
+        if d.category in PLAIN_SOURCE and src.role == "tool":
+            if any(k < d.source_seq for k in same_family):
+                problems.append(f"{tag}: source repeats an earlier identical call")
+            if src.is_error:
+                problems.append(f"{tag}: source is an error result")
+            if ROUTE.search(src_text):
+                problems.append(f"{tag}: source announces a recovery route")
         if d.category == "verbatim_source":
             if len(d.anchor) < VERBATIM_MIN_CHARS:
                 problems.append(f"{tag}: verbatim span shorter than {VERBATIM_MIN_CHARS}")

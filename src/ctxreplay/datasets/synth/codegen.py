@@ -137,9 +137,7 @@ class CodeGen:
         rng = self.rng
         pad = " " * indent
         name = name or self.func()
-        params = ", ".join(
-            f"{self.var()}: {rng.choice(TYPES)}" for _ in range(rng.randint(1, 3))
-        )
+        params = ", ".join(f"{self.var()}: {rng.choice(TYPES)}" for _ in range(rng.randint(1, 3)))
         if method:
             params = f"self, {params}"
         ret = rng.choice(TYPES)
@@ -152,8 +150,15 @@ class CodeGen:
 
     def klass(self) -> list[str]:
         rng = self.rng
-        name = camel(self.noun(), rng.choice(("Decoder", "Reader", "Cache", "Pool", "Policy", "Spec")))
-        lines = ["@dataclass", f"class {name}:", f'    """{camel(self.noun())} bookkeeping for one {self.noun()}."""', ""]
+        name = camel(
+            self.noun(), rng.choice(("Decoder", "Reader", "Cache", "Pool", "Policy", "Spec"))
+        )
+        lines = [
+            "@dataclass",
+            f"class {name}:",
+            f'    """{camel(self.noun())} bookkeeping for one {self.noun()}."""',
+            "",
+        ]
         for _ in range(rng.randint(2, 4)):
             lines.append(f"    {self.var()}: {rng.choice(TYPES)}")
         lines.append(f"    {self.var()}: int = {rng.randint(2, 64)}")
@@ -188,7 +193,9 @@ class CodeGen:
             "",
         ]
         for _ in range(rng.randint(2, 5)):
-            lines.append(f"{self.const()} = {rng.choice(('65_536', '4096', '30.0', '0x7F', '128'))}")
+            lines.append(
+                f"{self.const()} = {rng.choice(('65_536', '4096', '30.0', '0x7F', '128'))}"
+            )
         lines.append("")
         return lines
 
@@ -268,7 +275,10 @@ def pytest_log(
         status = "FAILED" if node in failed else "PASSED"
         lines.append(f"{node} {status}".ljust(72) + f" {pct}")
     if failures:
-        lines += ["", "=================================== FAILURES ==================================="]
+        lines += [
+            "",
+            "=================================== FAILURES ===================================",
+        ]
         for f in failures:
             name = f.node.split("::", 1)[1]
             lines.append(f"_{'_' * 20} {name} {'_' * 20}")

@@ -161,7 +161,9 @@ def build(b: SessionBuilder) -> str:
     def long_call_line() -> tuple[str, str, str]:
         while True:
             v, a, bb = gen.var(), gen.var(), gen.var()
-            kw1, kw2 = rng.sample(("limit", "strict", "encoding", "offset", "errors", "window", "budget"), 2)
+            kw1, kw2 = rng.sample(
+                ("limit", "strict", "encoding", "offset", "errors", "window", "budget"), 2
+            )
             c, d = gen.var(), gen.var()
             line = f"{v} = {helper_func}({a}, {bb}, {kw1}={c}, {kw2}={d})"
             if 60 <= len(line) <= 110 and len({v, a, bb, c, d}) == 5:
@@ -186,7 +188,9 @@ def build(b: SessionBuilder) -> str:
         main_lines = gen.module(main_mod, rng.choice(SUMMARIES).format(noun=noun), n_main, special)
         if middle_spans(numbered(main_lines), [anchor_line]):
             break
-    helper_lines = gen.module(helper.rsplit("/", 1)[1][:-3], f"Low-level {helper_noun} helpers.", rng.randint(80, 200))
+    helper_lines = gen.module(
+        helper.rsplit("/", 1)[1][:-3], f"Low-level {helper_noun} helpers.", rng.randint(80, 200)
+    )
     def_line = main_lines.index(f"def {func}({special.params}) -> {special.returns}:") + 1
 
     # --- turn 1: the bug report, with a standing constraint --------------------------------------
@@ -195,43 +199,82 @@ def build(b: SessionBuilder) -> str:
     test_name = f"test_{func}[{param}]"
     turn1 = b.user(
         f"Hi! {test_main} started failing after yesterday's merge: {test_name} fails on "
-        f"{param} input. Can you find the cause and fix it? "
-        + " ".join(c[0] for c in contracts)
+        f"{param} input. Can you find the cause and fix it? " + " ".join(c[0] for c in contracts)
     )
     first_msg = f"AssertionError: assert {rng.randint(1000, 9999)} == {rng.randint(1000, 9999)}"
     nodes_main = [*test_ids(rng, [test_main], b.size(40, 110)), f"{test_main}::{test_name}"]
     nodes_main = sorted(set(nodes_main))
     fail1 = Failure(
         f"{test_main}::{test_name}",
-        (f"def {test_name.split('[')[0]}(sample):", f"    result = {func}(sample)", f">       assert result == EXPECTED[{param!r}]"),
+        (
+            f"def {test_name.split('[')[0]}(sample):",
+            f"    result = {func}(sample)",
+            f">       assert result == EXPECTED[{param!r}]",
+        ),
         first_msg,
         f"{main}:{def_line + len(special.body) - 3}",
     )
-    r1 = b.call("run_tests", {"target": test_main}, "\n".join(pytest_log(rng, root, nodes_main, [fail1])),
-                text="Let me reproduce the failure first.")
+    b.call(
+        "run_tests",
+        {"target": test_main},
+        "\n".join(pytest_log(rng, root, nodes_main, [fail1])),
+        text="Let me reproduce the failure first.",
+    )
 
     grep_lines = [
         f"{main}:{def_line}:def {func}({special.params}) -> {special.returns}:",
         f"{helper}:{rng.randint(20, 60)}:def {helper_func}(data: bytes, *args, **kwargs) -> int:",
-        *(f"{rng.choice(src)}:{rng.randint(10, 300)}:    return {helper_func}({gen.var()}, {gen.var()})" for _ in range(rng.randint(2, 6))),
-        *(f"{rng.choice(tests)}:{rng.randint(10, 200)}:from {pkg}.{helper_sub} import {helper_func}" for _ in range(rng.randint(1, 3))),
+        *(
+            f"{rng.choice(src)}:{rng.randint(10, 300)}:    return {helper_func}({gen.var()}, {gen.var()})"
+            for _ in range(rng.randint(2, 6))
+        ),
+        *(
+            f"{rng.choice(tests)}:{rng.randint(10, 200)}:from {pkg}.{helper_sub} import {helper_func}"
+            for _ in range(rng.randint(1, 3))
+        ),
     ]
-    g = b.call("grep", {"pattern": helper_func, "path": "src/"}, "\n".join(sorted(set(grep_lines))),
-               text=f"The failure is inside {func}; let me see where its length helper lives.")
+    g = b.call(
+        "grep",
+        {"pattern": helper_func, "path": "src/"},
+        "\n".join(sorted(set(grep_lines))),
+        text=f"The failure is inside {func}; let me see where its length helper lives.",
+    )
     m1 = b.call("read_file", {"path": main}, numbered(main_lines))
-    h1 = b.call("read_file", {"path": helper}, numbered(helper_lines),
-                text=f"{func} delegates to {helper_func}; reading that module too.")
-    b.plant("locator_handle", helper, g.result_seq, h1.call_seq,
-            "helper module path found only in the grep output, then opened with read_file")
+    defer_helper = rng.random() < 0.5  # read the helper only when the second failure points at it
 
-    b.call("edit_file", {"path": main, "old_str": wrong_line, "new_str": fixed_line},
-           f"Error: old_str not found in {main}. No changes were made; check whitespace and exact text.",
-           error=True, text=f"The {param} case is measured before the prefix is removed. Fixing the offset.")
-    e1 = b.call("edit_file", {"path": main, "old_str": anchor_line, "new_str": fixed_line},
-                f"The file {main} has been edited. 1 occurrence replaced.",
-                text="My first attempt didn't match the file exactly; retrying with the exact line.")
-    b.plant("verbatim_source", anchor_line, m1.result_seq, e1.call_seq,
-            "edit_file.old_str copies a line from the middle of the first read of the module")
+    def read_helper(text: str) -> None:
+        h1 = b.call("read_file", {"path": helper}, numbered(helper_lines), text=text)
+        b.plant(
+            "locator_handle",
+            helper,
+            g.result_seq,
+            h1.call_seq,
+            "helper module path found only in the grep output, then opened with read_file",
+        )
+
+    if not defer_helper:
+        read_helper(f"{func} delegates to {helper_func}; reading that module too.")
+
+    b.call(
+        "edit_file",
+        {"path": main, "old_str": wrong_line, "new_str": fixed_line},
+        f"Error: old_str not found in {main}. No changes were made; check whitespace and exact text.",
+        error=True,
+        text=f"The {param} case is measured before the prefix is removed. Fixing the offset.",
+    )
+    e1 = b.call(
+        "edit_file",
+        {"path": main, "old_str": anchor_line, "new_str": fixed_line},
+        f"The file {main} has been edited. 1 occurrence replaced.",
+        text="My first attempt didn't match the file exactly; retrying with the exact line.",
+    )
+    b.plant(
+        "verbatim_source",
+        anchor_line,
+        m1.result_seq,
+        e1.call_seq,
+        "edit_file.old_str copies a line from the middle of the first read of the module",
+    )
 
     # the fix moves the failure: the latest run holds the current blocker
     x, y = rng.sample(range(1000, 9999), 2)
@@ -240,27 +283,63 @@ def build(b: SessionBuilder) -> str:
     nodes_main2 = sorted({*nodes_main, f"{test_main}::{other_test}"})
     fail2 = Failure(
         f"{test_main}::{other_test}",
-        (f"def {other_test.split('[')[0]}(sample):", f"    encoded = {func}(sample, strict=True)", ">       assert encoded == sample.expected_length"),
+        (
+            f"def {other_test.split('[')[0]}(sample):",
+            f"    encoded = {func}(sample, strict=True)",
+            ">       assert encoded == sample.expected_length",
+        ),
         f"AssertionError: {live}",
         f"{main}:{def_line + 4}",
     )
-    r2 = b.call("run_tests", {"target": test_main}, "\n".join(pytest_log(rng, root, nodes_main2, [fail2])))
+    r2 = b.call(
+        "run_tests", {"target": test_main}, "\n".join(pytest_log(rng, root, nodes_main2, [fail2]))
+    )
     main_lines2 = [ln.replace(anchor_line, fixed_line) for ln in main_lines]
-    fix2_old = next(ln.strip() for ln in main_lines2[def_line:] if ln.startswith("    ") and "=" in ln and len(ln.strip()) > 20)
+    fix2_old = next(
+        ln.strip()
+        for ln in main_lines2[def_line:]
+        if ln.startswith("    ") and "=" in ln and len(ln.strip()) > 20
+    )
     if rng.random() < 0.5:
-        b.say(f"The {param} test passes now, but the roundtrip test in the same file fails. "
-              f"I think the fix is incomplete rather than wrong. Shall I continue with it?")
-        b.user(rng.choice(("Yes please, go ahead.", "Sure, continue.", "Go on, but keep the change small.")))
-    need = b.call("read_file", {"path": main}, numbered(main_lines2),
-                  text=f"The remaining failure is `{live}`: the prefix is now subtracted twice on "
-                       "the strict path. Re-reading the module after my edit.")
-    b.plant("live_state", live, r2.result_seq, need.call_seq,
-            "assertion message of the latest run_tests on the same target (earlier runs differ)")
-    b.call("edit_file", {"path": main, "old_str": fix2_old, "new_str": fix2_old + "  # strict path already stripped"},
-           f"The file {main} has been edited. 1 occurrence replaced.")
+        b.say(
+            f"The {param} test passes now, but the roundtrip test in the same file fails. "
+            f"I think the fix is incomplete rather than wrong. Shall I continue with it?"
+        )
+        b.user(
+            rng.choice(
+                ("Yes please, go ahead.", "Sure, continue.", "Go on, but keep the change small.")
+            )
+        )
+    need = b.call(
+        "read_file",
+        {"path": main},
+        numbered(main_lines2),
+        text=f"The remaining failure is `{live}`: the prefix is now subtracted twice on "
+        "the strict path. Re-reading the module after my edit.",
+    )
+    b.plant(
+        "live_state",
+        live,
+        r2.result_seq,
+        need.call_seq,
+        "assertion message of the latest run_tests on the same target (earlier runs differ)",
+    )
+    if defer_helper:
+        read_helper(f"The strict path goes through {helper_func}; checking what it already strips.")
+    b.call(
+        "edit_file",
+        {
+            "path": main,
+            "old_str": fix2_old,
+            "new_str": fix2_old + "  # strict path already stripped",
+        },
+        f"The file {main} has been edited. 1 occurrence replaced.",
+    )
     b.call("run_tests", {"target": test_main}, "\n".join(pytest_log(rng, root, nodes_main2, [])))
-    b.say(f"All tests in {test_main} pass now. The bug was an off-by-prefix in {func}: the "
-          f"length was measured before the {param} prefix was removed.")
+    b.say(
+        f"All tests in {test_main} pass now. The bug was an off-by-prefix in {func}: the "
+        f"length was measured before the {param} prefix was removed."
+    )
 
     # --- benchmark: evidence figures -------------------------------------------------------------
     runs = [rng.uniform(250, 600) for _ in range(50)]
@@ -268,16 +347,29 @@ def build(b: SessionBuilder) -> str:
     mean = pool.fresh(lambda: f"mean {sum(runs) / 50 + rng.uniform(-0.04, 0.04):.1f} ms")
     p95 = pool.fresh(lambda: f"p95 {ordered[47] + rng.uniform(0.01, 0.09):.1f} ms")
     bench_out = [f"$ python {bench} --runs 50", "warming up (5 runs) ... done"]
-    bench_out += [f"run {i + 1:02d}/50  {t:7.1f} ms  rss {rng.randint(80, 140)} MiB" for i, t in enumerate(runs)]
-    bench_out.append(f"summary: n=50  {mean}  p50 {ordered[25]:.1f} ms  {p95}  max {ordered[-1]:.1f} ms")
-    b.user(rng.choice((
-        f"Thanks! Could you check the fix didn't slow down {func}? There's a benchmark script.",
-        f"Nice. Please run the {main_mod} benchmark so we know the performance impact.",
-    )))
+    bench_out += [
+        f"run {i + 1:02d}/50  {t:7.1f} ms  rss {rng.randint(80, 140)} MiB"
+        for i, t in enumerate(runs)
+    ]
+    bench_out.append(
+        f"summary: n=50  {mean}  p50 {ordered[25]:.1f} ms  {p95}  max {ordered[-1]:.1f} ms"
+    )
+    b.user(
+        rng.choice(
+            (
+                f"Thanks! Could you check the fix didn't slow down {func}? There's a benchmark script.",
+                f"Nice. Please run the {main_mod} benchmark so we know the performance impact.",
+            )
+        )
+    )
     bs = b.call("bash", {"command": f"python {bench} --runs 50"}, "\n".join(bench_out))
-    bn = b.say(f"Benchmark done: {mean} over 50 runs, in line with what I'd expect for this input "
-               "size; the distribution has no outliers worth chasing.")
-    b.plant("evidence_detail", mean, bs.result_seq, bn, "mean latency figure from the benchmark output")
+    bn = b.say(
+        f"Benchmark done: {mean} over 50 runs, in line with what I'd expect for this input "
+        "size; the distribution has no outliers worth chasing."
+    )
+    b.plant(
+        "evidence_detail", mean, bs.result_seq, bn, "mean latency figure from the benchmark output"
+    )
 
     # --- optional turns, in a random order ----------------------------------------------------
     episodes = ["history", "suite"]
@@ -289,106 +381,237 @@ def build(b: SessionBuilder) -> str:
 
     for ep in episodes:
         if ep == "history":
-            b.user(f"When did this break? Please find the commit that introduced the bug in {main}.")
+            b.user(
+                f"When did this break? Please find the commit that introduced the bug in {main}."
+            )
             hashes = [pool.git_hash() for _ in range(rng.randint(12, 24))]
             culprit = rng.randrange(2, len(hashes))
-            subjects = [f"{rng.choice(VERBS)}: {rng.choice(('tidy', 'speed up', 'handle', 'refactor', 'fix', 'document'))} {rng.choice(NOUNS)} {rng.choice(('handling', 'parsing', 'limits', 'errors', 'tests'))}" for _ in hashes]
+            subjects = [
+                f"{rng.choice(VERBS)}: {rng.choice(('tidy', 'speed up', 'handle', 'refactor', 'fix', 'document'))} {rng.choice(NOUNS)} {rng.choice(('handling', 'parsing', 'limits', 'errors', 'tests'))}"
+                for _ in hashes
+            ]
             subjects[culprit] = f"{main_mod}: measure {noun} before stripping the prefix"
-            log = b.call("bash", {"command": f"git log --pretty=oneline -n {len(hashes)} -- {main}"},
-                         "\n".join(f"{h} {s}" for h, s in zip(hashes, subjects, strict=True)))
+            log = b.call(
+                "bash",
+                {"command": f"git log --pretty=oneline -n {len(hashes)} -- {main}"},
+                "\n".join(f"{h} {s}" for h, s in zip(hashes, subjects, strict=True)),
+            )
             author = (rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES))
-            show = [f"commit {hashes[culprit]}", f"Author: {author[0]} {author[1]} <{author[0].lower()}@{pkg}.dev>",
-                    f"Date:   {rng.choice(('Mon', 'Tue', 'Wed', 'Thu', 'Fri'))} {rng.choice(('Mar', 'Apr', 'May', 'Jun'))} {rng.randint(1, 28)} {rng.randint(8, 19):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} 2025 +0200",
-                    "", f"    {subjects[culprit]}", "",
-                    f"    The {noun} length is now computed once, up front, for all inputs.", "",
-                    f" {main} | {rng.randint(6, 40)} ++++++++-----",
-                    f" {test_main} | {rng.randint(2, 12)} +++-",
-                    f" 2 files changed, {rng.randint(10, 50)} insertions(+), {rng.randint(3, 30)} deletions(-)"]
-            sh = b.call("bash", {"command": f"git show --stat {hashes[culprit]}"}, "\n".join(show),
-                        text=f"The subject of one commit matches the bug exactly; showing it.")
-            b.plant("locator_handle", hashes[culprit], log.result_seq, sh.call_seq,
-                    "commit hash taken from git log output, then shown")
-            b.say(f"It came in with the commit \"{subjects[culprit]}\" by {author[0]} {author[1]}: "
-                  f"it moved the {noun} length computation before the prefix is stripped.")
+            show = [
+                f"commit {hashes[culprit]}",
+                f"Author: {author[0]} {author[1]} <{author[0].lower()}@{pkg}.dev>",
+                f"Date:   {rng.choice(('Mon', 'Tue', 'Wed', 'Thu', 'Fri'))} {rng.choice(('Mar', 'Apr', 'May', 'Jun'))} {rng.randint(1, 28)} {rng.randint(8, 19):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} 2025 +0200",
+                "",
+                f"    {subjects[culprit]}",
+                "",
+                f"    The {noun} length is now computed once, up front, for all inputs.",
+                "",
+                f" {main} | {rng.randint(6, 40)} ++++++++-----",
+                f" {test_main} | {rng.randint(2, 12)} +++-",
+                f" 2 files changed, {rng.randint(10, 50)} insertions(+), {rng.randint(3, 30)} deletions(-)",
+            ]
+            sh = b.call(
+                "bash",
+                {"command": f"git show --stat {hashes[culprit]}"},
+                "\n".join(show),
+                text="The subject of one commit matches the bug exactly; showing it.",
+            )
+            b.plant(
+                "locator_handle",
+                hashes[culprit],
+                log.result_seq,
+                sh.call_seq,
+                "commit hash taken from git log output, then shown",
+            )
+            b.say(
+                f'It came in with the commit "{subjects[culprit]}" by {author[0]} {author[1]}: '
+                f"it moved the {noun} length computation before the prefix is stripped."
+            )
         elif ep == "suite":
-            b.user(rng.choice(("Before we wrap up, run the whole test suite please.",
-                               "Can you run the full suite to make sure nothing else broke?")))
+            b.user(
+                rng.choice(
+                    (
+                        "Before we wrap up, run the whole test suite please.",
+                        "Can you run the full suite to make sure nothing else broke?",
+                    )
+                )
+            )
             nodes_all = sorted({*nodes_main2, *test_ids(rng, tests, b.size(260, 420))})
             log = pytest_log(rng, root, nodes_all, [], skipped=rng.randint(1, 6))
-            warn = ["=============================== warnings summary ===============================",
-                    *(line for _ in range(rng.randint(2, 5)) for line in (
+            warn = [
+                "=============================== warnings summary ===============================",
+                *(
+                    line
+                    for _ in range(rng.randint(2, 5))
+                    for line in (
                         f"{rng.choice(tests)}::test_{rng.choice(VERBS)}_{rng.choice(NOUNS)}",
                         f"  {root}/{rng.choice(src)}:{rng.randint(10, 300)}: DeprecationWarning: {rng.choice(NOUNS)}_{rng.choice(('mode', 'hint', 'flag'))} is deprecated, use {rng.choice(NOUNS)}_policy",
-                    )),
-                    "-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html"]
+                    )
+                ),
+                "-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html",
+            ]
             log = log[:-1] + warn + log[-1:]
             route = pool.output_path("pytest", "log")
             keep = 200
             suite = b.call("run_tests", {"target": "tests/"}, truncated(log, keep, route))
             state["suite_route"] = route
             if rng.random() < 0.5:
-                rd = b.call("read_file", {"path": route, "offset": keep, "limit": len(log) - keep},
-                            numbered_slice(log, keep, len(log) - keep),
-                            text="The output was cut before the summary; reading the rest of the saved log.")
-                b.plant("recovery_routing", route, suite.result_seq, rd.call_seq,
-                        "truncated run_tests output names the saved log; the agent reads it")
-                b.say("The full suite passes; there are a few deprecation warnings, none from the code I touched.")
+                rd = b.call(
+                    "read_file",
+                    {"path": route, "offset": keep, "limit": len(log) - keep},
+                    numbered_slice(log, keep, len(log) - keep),
+                    text="The output was cut before the summary; reading the rest of the saved log.",
+                )
+                b.plant(
+                    "recovery_routing",
+                    route,
+                    suite.result_seq,
+                    rd.call_seq,
+                    "truncated run_tests output names the saved log; the agent reads it",
+                )
+                b.say(
+                    "The full suite passes; there are a few deprecation warnings, none from the code I touched."
+                )
             else:
-                b.say("Everything in the visible part of the output passes; the harness cut the rest.")
+                b.say(
+                    "Everything in the visible part of the output passes; the harness cut the rest."
+                )
                 b.user("Were there any failures or warnings further down in that log?")
-                rd = b.call("read_file", {"path": route, "offset": keep, "limit": len(log) - keep},
-                            numbered_slice(log, keep, len(log) - keep),
-                            text="Let me read the rest of the saved log.")
-                b.plant("recovery_routing", route, suite.result_seq, rd.call_seq,
-                        "truncated run_tests output names the saved log; read in a later turn")
-                b.say("No failures. The tail has deprecation warnings only, all in code I did not change.")
+                rd = b.call(
+                    "read_file",
+                    {"path": route, "offset": keep, "limit": len(log) - keep},
+                    numbered_slice(log, keep, len(log) - keep),
+                    text="Let me read the rest of the saved log.",
+                )
+                b.plant(
+                    "recovery_routing",
+                    route,
+                    suite.result_seq,
+                    rd.call_seq,
+                    "truncated run_tests output names the saved log; read in a later turn",
+                )
+                b.say(
+                    "No failures. The tail has deprecation warnings only, all in code I did not change."
+                )
         elif ep in ("explain", "explain2"):
             other = rng.choice([p for p in src if p not in read_paths])
             read_paths.add(other)
-            b.user(f"While you're at it: how does {other.rsplit('/', 1)[1][:-3]} decide when to "
-                   f"{rng.choice(VERBS)} its {rng.choice(NOUNS)}s? Just explain, no changes.")
-            b.call("read_file", {"path": other}, numbered(gen.module(other.rsplit("/", 1)[1][:-3], rng.choice(SUMMARIES).format(noun=rng.choice(NOUNS)), b.size(80, 260, cap=400))))
+            b.user(
+                f"While you're at it: how does {other.rsplit('/', 1)[1][:-3]} decide when to "
+                f"{rng.choice(VERBS)} its {rng.choice(NOUNS)}s? Just explain, no changes."
+            )
+            b.call(
+                "read_file",
+                {"path": other},
+                numbered(
+                    gen.module(
+                        other.rsplit("/", 1)[1][:-3],
+                        rng.choice(SUMMARIES).format(noun=rng.choice(NOUNS)),
+                        b.size(80, 260, cap=400),
+                    )
+                ),
+            )
             if contract_turns_left and b.user_turns_since(turn1) >= 2 and rng.random() < 0.5:
                 c = contract_turns_left.pop(0)
-                n = b.say(f"It checks the limit first and only then normalises, so a large input is "
-                          f"rejected before any allocation. I didn't change anything there. {c[2]}")
+                n = b.say(
+                    f"It checks the limit first and only then normalises, so a large input is "
+                    f"rejected before any allocation. I didn't change anything there. {c[2]}"
+                )
                 b.plant("behavioural_contract", c[1], turn1, n, f"user constraint: {c[0]}")
             else:
-                b.say("It checks the size limit first and only then normalises, so a large input is "
-                      "rejected before any allocation. The retry path re-uses the same buffer.")
+                b.say(
+                    "It checks the size limit first and only then normalises, so a large input is "
+                    "rejected before any allocation. The retry path re-uses the same buffer."
+                )
         elif ep == "lint":
             b.user("Can you run the linter on the package and fix whatever is quick to fix?")
             target = rng.choice([p for p in src if p not in read_paths])
             read_paths.add(target)
-            t_lines = gen.module(target.rsplit("/", 1)[1][:-3], rng.choice(SUMMARIES).format(noun=rng.choice(NOUNS)), b.size(100, 260, cap=400))
-            findings = [f"{rng.choice(src)}:{rng.randint(5, 300)}:{rng.randint(1, 60)}: {code} {msg}" for code, msg in
-                        (rng.choice((("F401", "`re` imported but unused"), ("E501", "Line too long (104 > 100)"),
-                                     ("B006", "Do not use mutable data structures for argument defaults"),
-                                     ("UP007", "Use `X | Y` for type annotations"), ("SIM108", "Use ternary operator instead of `if`-`else`-block")))
-                         for _ in range(rng.randint(8, 24)))]
-            b.call("bash", {"command": f"ruff check src/{pkg}"}, "\n".join(findings) + f"\nFound {len(findings)} errors.\n[*] {rng.randint(2, 6)} fixable with the `--fix` option.")
+            t_lines = gen.module(
+                target.rsplit("/", 1)[1][:-3],
+                rng.choice(SUMMARIES).format(noun=rng.choice(NOUNS)),
+                b.size(100, 260, cap=400),
+            )
+            findings = [
+                f"{rng.choice(src)}:{rng.randint(5, 300)}:{rng.randint(1, 60)}: {code} {msg}"
+                for code, msg in (
+                    rng.choice(
+                        (
+                            ("F401", "`re` imported but unused"),
+                            ("E501", "Line too long (104 > 100)"),
+                            ("B006", "Do not use mutable data structures for argument defaults"),
+                            ("UP007", "Use `X | Y` for type annotations"),
+                            ("SIM108", "Use ternary operator instead of `if`-`else`-block"),
+                        )
+                    )
+                    for _ in range(rng.randint(8, 24))
+                )
+            ]
+            b.call(
+                "bash",
+                {"command": f"ruff check src/{pkg}"},
+                "\n".join(findings)
+                + f"\nFound {len(findings)} errors.\n[*] {rng.randint(2, 6)} fixable with the `--fix` option.",
+            )
             rt = b.call("read_file", {"path": target}, numbered(t_lines))
-            cands = [c for c in middle_spans(b.messages[rt.result_seq].responses[0].content or "", t_lines)
-                     if not c.startswith("#") and b.occurrences(c) == 1]
+            cands = [
+                c
+                for c in middle_spans(b.messages[rt.result_seq].responses[0].content or "", t_lines)
+                if not c.startswith("#") and b.occurrences(c) == 1
+            ]
             if cands:
                 span = rng.choice(cands)
-                ed = b.call("edit_file", {"path": target, "old_str": span, "new_str": span.replace(" = ", " = (", 1) + ")" if " = " in span else span + "  # noqa: E501"},
-                            f"The file {target} has been edited. 1 occurrence replaced.")
-                b.plant("verbatim_source", span, rt.result_seq, ed.call_seq,
-                        "edit_file.old_str copies a line from the middle of a file read once")
-            b.call("bash", {"command": f"ruff check src/{pkg} --fix"}, f"Found {len(findings)} errors ({len(findings) - 2} fixed, 2 remaining).")
-            b.say("Fixed what ruff could fix automatically plus one long line by hand; the two "
-                  "remaining findings are style choices I'd rather leave to you.")
+                ed = b.call(
+                    "edit_file",
+                    {
+                        "path": target,
+                        "old_str": span,
+                        "new_str": span.replace(" = ", " = (", 1) + ")"
+                        if " = " in span
+                        else span + "  # noqa: E501",
+                    },
+                    f"The file {target} has been edited. 1 occurrence replaced.",
+                )
+                b.plant(
+                    "verbatim_source",
+                    span,
+                    rt.result_seq,
+                    ed.call_seq,
+                    "edit_file.old_str copies a line from the middle of a file read once",
+                )
+            b.call(
+                "bash",
+                {"command": f"ruff check src/{pkg} --fix"},
+                f"Found {len(findings)} errors ({len(findings) - 2} fixed, 2 remaining).",
+            )
+            b.say(
+                "Fixed what ruff could fix automatically plus one long line by hand; the two "
+                "remaining findings are style choices I'd rather leave to you."
+            )
 
     # --- the summary: the later evidence figure and any constraint not yet honoured -------------
-    b.user(rng.choice(("Great, please write a short summary of what you changed, with the benchmark numbers.",
-                       "Thanks. Summarise the change for the PR description, including the benchmark figures.")))
+    b.user(
+        rng.choice(
+            (
+                "Great, please write a short summary of what you changed, with the benchmark numbers.",
+                "Thanks. Summarise the change for the PR description, including the benchmark figures.",
+            )
+        )
+    )
     honour = " ".join(c[2] for c in contract_turns_left)
-    n = b.say(f"Summary:\n- Fixed {func} in {main}: the {noun} length was measured before the "
-              f"{param} prefix was stripped; the strict path no longer subtracts it twice.\n"
-              f"- {test_main} passes; the full suite passes.\n"
-              f"- Benchmark ({bench}, 50 runs): {p95}, no regression.\n{honour}".rstrip())
-    b.plant("evidence_detail", p95, bs.result_seq, n, "p95 latency from the benchmark, reported turns later")
+    n = b.say(
+        f"Summary:\n- Fixed {func} in {main}: the {noun} length was measured before the "
+        f"{param} prefix was stripped; the strict path no longer subtracts it twice.\n"
+        f"- {test_main} passes; the full suite passes.\n"
+        f"- Benchmark ({bench}, 50 runs): {p95}, no regression.\n{honour}".rstrip()
+    )
+    b.plant(
+        "evidence_detail",
+        p95,
+        bs.result_seq,
+        n,
+        "p95 latency from the benchmark, reported turns later",
+    )
     for c in contract_turns_left:
         b.plant("behavioural_contract", c[1], turn1, n, f"user constraint: {c[0]}")
     return f"fix {test_name} in {pkg} ({main}), benchmark, history, full suite"

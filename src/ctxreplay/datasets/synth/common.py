@@ -12,9 +12,7 @@ def tool(name: str, description: str, **params: tuple[str, str]) -> dict[str, An
 
     A description starting with ``?`` marks the parameter optional.
     """
-    properties = {
-        k: {"type": t, "description": d.lstrip("?")} for k, (t, d) in params.items()
-    }
+    properties = {k: {"type": t, "description": d.lstrip("?")} for k, (t, d) in params.items()}
     required = [k for k, (_, d) in params.items() if not d.startswith("?")]
     return {
         "type": "function",
@@ -58,7 +56,9 @@ def numbered_slice(lines: Sequence[str], offset: int, limit: int) -> str:
     return "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(chunk, offset + 1))
 
 
-def middle_spans(text: str, pieces: Sequence[str], min_len: int = 60, edge: float = 0.32) -> list[str]:
+def middle_spans(
+    text: str, pieces: Sequence[str], min_len: int = 60, edge: float = 0.32
+) -> list[str]:
     """The ``pieces`` (lines or sentences of ``text``) that could be verbatim anchors.
 
     A candidate is at least ``min_len`` characters, JSON-safe, occurs exactly once in ``text`` and

@@ -20,7 +20,16 @@ from typing import Any
 
 from .builder import SessionBuilder
 from .common import READ_FILE, TRUNCATION_NOTE, tool, tools_block, truncated
-from .vocab import CITIES, COMPANIES, EMAIL_DOMAINS, FIRST_NAMES, LAST_NAMES, PRODUCTS, STREETS, date
+from .vocab import (
+    CITIES,
+    COMPANIES,
+    EMAIL_DOMAINS,
+    FIRST_NAMES,
+    LAST_NAMES,
+    PRODUCTS,
+    STREETS,
+    date,
+)
 
 NAME = "data-entry"
 
@@ -95,7 +104,13 @@ def build(b: SessionBuilder) -> str:
                         "unit_price_eur": f"{unit:.2f}", "line_total_eur": f"{qty * unit:,.2f}"})  # fmt: skip
         return out
 
-    def order(order_id: str, cust: dict[str, Any], total: str, label: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def order(
+        order_id: str,
+        cust: dict[str, Any],
+        total: str,
+        label: str,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         items = order_lines()
         history = [{"at": f"2025-0{rng.randint(1, 6)}-{rng.randint(10, 28)}T{rng.randint(8, 18):02d}:{rng.randint(10, 59)}:00Z", "status": s}
                    for s in ("placed", "paid", rng.choice(("picking", "packed", "shipped")))]  # fmt: skip
@@ -108,8 +123,15 @@ def build(b: SessionBuilder) -> str:
             "shipping_eur": f"{rng.uniform(0, 60):.2f}",
             "vat_rate": rng.choice(("21%", "19%", "20%", "23%")),
             "total_eur": total,
-            "payment": {"method": rng.choice(("invoice", "card", "SEPA direct debit")), "captured_eur": total},
-            "shipping": {"carrier": rng.choice(CARRIERS), "address": cust["shipping_address"], "label": label},
+            "payment": {
+                "method": rng.choice(("invoice", "card", "SEPA direct debit")),
+                "captured_eur": total,
+            },
+            "shipping": {
+                "carrier": rng.choice(CARRIERS),
+                "address": cust["shipping_address"],
+                "label": label,
+            },
             "status_history": history,
         }
         o.update(extra or {})
@@ -165,28 +187,54 @@ def build(b: SessionBuilder) -> str:
         nonlocal turn_no, first_turn
         turn_no += 1
         if turn_no == 1:
-            seq = b.user(f"Morning! Please work through today's escalations. {contract[0]} First one: {text}")
+            seq = b.user(
+                f"Morning! Please work through today's escalations. {contract[0]} First one: {text}"
+            )
             first_turn = seq
             return seq
-        return b.user(text)
+        ask = state.pop("ask", None)
+        return b.user(f"{ask} {text}" if ask else text)
 
-    def lookup(tid: str, subject: str, middle: str, span: str | None, who: tuple[str, str, str], with_orders: list[str]):
+    def lookup(
+        tid: str,
+        subject: str,
+        middle: str,
+        span: str | None,
+        who: tuple[str, str, str],
+        with_orders: list[str],
+    ):
         """get_ticket then find_customer; plants the email locator."""
         first, last, email = who
-        text = balanced_ticket(tid, email, subject, middle, span) if span else ticket_text(tid, email, subject, middle, rng.randint(2, 6), rng.randint(1, 4))
+        text = (
+            balanced_ticket(tid, email, subject, middle, span)
+            if span
+            else ticket_text(tid, email, subject, middle, rng.randint(2, 6), rng.randint(1, 4))
+        )
         tk = b.call("get_ticket", {"ticket_id": tid}, text)
         cust = customer(email, first, last)
         recent(cust, with_orders)
         fc = b.call("find_customer", {"query": email}, _dumps({"matches": 1, "customers": [cust]}),
                     text="Looking up the sender.")  # fmt: skip
-        b.plant("locator_handle", email, tk.result_seq, fc.call_seq, "sender email from the ticket, used to find the customer")
+        b.plant(
+            "locator_handle",
+            email,
+            tk.result_seq,
+            fc.call_seq,
+            "sender email from the ticket, used to find the customer",
+        )
         return tk, fc, cust
 
     def honour_note(record: str, tid: str) -> None:
         if contract[2] == "any" and turn_no > 1 and not state["honoured"]:
             n = b.call("add_note", {"id": record, "text": f"{tid}: updated on customer request"}, f"Note added to {record}.",
                        text="Adding the ticket number to the internal note, as you asked.")  # fmt: skip
-            b.plant("behavioural_contract", contract[1], first_turn, n.call_seq, f"user constraint: {contract[0]}")
+            b.plant(
+                "behavioural_contract",
+                contract[1],
+                first_turn,
+                n.call_seq,
+                f"user constraint: {contract[0]}",
+            )
             state["honoured"] = True
 
     state: dict[str, Any] = {"honoured": False}
@@ -197,13 +245,28 @@ def build(b: SessionBuilder) -> str:
         first, last, email = sender()
         open_turn(f"{tid}, a customer asking where their order is.")
         oid = pool.order_id()
-        tk, fc, cust = lookup(tid, "Where is my order?", f"Hi, our last order still hasn't arrived. Can you tell me where it is?\n{first} {last}", None, (first, last, email), [oid])
+        _, fc, cust = lookup(
+            tid,
+            "Where is my order?",
+            f"Hi, our last order still hasn't arrived. Can you tell me where it is?\n{first} {last}",
+            None,
+            (first, last, email),
+            [oid],
+        )
         total = pool.amount(1_000, 9_000)
         label = pool.label_id()
         go = b.call("get_order", {"order_id": oid}, _dumps(order(oid, cust, total, label, {"status": "shipped", "tracking_eta": date(rng, 2025)})),
                     text="Their most recent order is the one still in transit.")  # fmt: skip
-        b.plant("locator_handle", oid, fc.result_seq, go.call_seq, "order id from the customer record's order list")
-        b.say(f"The order shipped and is in transit with the carrier; I replied to {first} with the tracking details.")
+        b.plant(
+            "locator_handle",
+            oid,
+            fc.result_seq,
+            go.call_seq,
+            "order id from the customer record's order list",
+        )
+        b.say(
+            f"The order shipped and is in transit with the carrier; I replied to {first} with the tracking details."
+        )
         later_evidence.append((total, go.result_seq))
         summary.append("status enquiry answered with tracking details")
 
@@ -219,27 +282,91 @@ def build(b: SessionBuilder) -> str:
                   "The old address is no longer staffed." + (" Could you update our invoice address as well?" if invoice_ask else "")
                   + f"\nBest regards, {first} {last}")  # fmt: skip
         oid = pool.order_id()
-        tk, fc, cust = lookup(tid, "New delivery address", middle, new_addr, (first, last, email), [oid])
+        tk, fc, cust = lookup(
+            tid, "New delivery address", middle, new_addr, (first, last, email), [oid]
+        )
         total = pool.amount(1_000, 9_000)
         old_label, new_label = pool.label_id(), pool.label_id()
         o = order(oid, cust, total, old_label, {"status": "packed"})
-        go = b.call("get_order", {"order_id": oid}, _dumps(o), text="The open order in their list is the one still packed.")
-        b.plant("locator_handle", oid, fc.result_seq, go.call_seq, "order id from the customer record's order list")
+        go = b.call(
+            "get_order",
+            {"order_id": oid},
+            _dumps(o),
+            text="The open order in their list is the one still packed.",
+        )
+        b.plant(
+            "locator_handle",
+            oid,
+            fc.result_seq,
+            go.call_seq,
+            "order id from the customer record's order list",
+        )
         up = b.call("update_record", {"id": oid, "fields": {"shipping_address": new_addr}},
                     f"Updated {oid}: shipping_address.", text="Copying the new address exactly as the customer wrote it.")  # fmt: skip
-        b.plant("verbatim_source", new_addr, tk.result_seq, up.call_seq, "address line from the middle of the ticket thread, copied into update_record")
+        b.plant(
+            "verbatim_source",
+            new_addr,
+            tk.result_seq,
+            up.call_seq,
+            "address line from the middle of the ticket thread, copied into update_record",
+        )
         honour_note(oid, tid)
-        after = {**o, "shipping": {**o["shipping"], "address": new_addr, "label": new_label, "label_regenerated": True}}
-        g2 = b.call("get_order", {"order_id": oid}, _dumps(after), text="Checking the order after the change.")
+        after = {
+            **o,
+            "shipping": {
+                **o["shipping"],
+                "address": new_addr,
+                "label": new_label,
+                "label_regenerated": True,
+            },
+        }
+        g2 = b.call(
+            "get_order",
+            {"order_id": oid},
+            _dumps(after),
+            text="Checking the order after the change.",
+        )
         if invoice_ask and not state["honoured"]:
             n = b.say(f"Done: {oid} now ships to the new warehouse, with new label {new_label}. The customer also asked to "
                       "update the invoice address, but you told me never to change the billing address, so I left it "
                       "for finance.")  # fmt: skip
-            b.plant("behavioural_contract", contract[1], first_turn, n, f"user constraint: {contract[0]}")
+            b.plant(
+                "behavioural_contract",
+                contract[1],
+                first_turn,
+                n,
+                f"user constraint: {contract[0]}",
+            )
             state["honoured"] = True
+        elif rng.random() < 0.4:  # the lead asks for the label in the next turn
+            b.say(
+                f"Done: {oid} now ships to the new warehouse address and the carrier label was regenerated."
+            )
+            state["ask"] = (
+                f"Quick one first: what's the new label id for {oid}? The warehouse wants it."
+            )
+            b.answer_next(
+                f"The new label id is {new_label}.",
+                (
+                    "live_state",
+                    new_label,
+                    g2.result_seq,
+                    "label id only the re-read after the update shows; asked a turn later",
+                ),
+            )
+            n = None
         else:
-            n = b.say(f"Done: {oid} now ships to the new warehouse address, and the carrier label was regenerated as {new_label}.")
-        b.plant("live_state", new_label, g2.result_seq, n, "label id only the re-read after the update shows")
+            n = b.say(
+                f"Done: {oid} now ships to the new warehouse address, and the carrier label was regenerated as {new_label}."
+            )
+        if n is not None:
+            b.plant(
+                "live_state",
+                new_label,
+                g2.result_seq,
+                n,
+                "label id only the re-read after the update shows",
+            )
         summary.append("delivery address changed for a moved warehouse, label regenerated")
         state["address_customer"] = cust
 
@@ -250,35 +377,90 @@ def build(b: SessionBuilder) -> str:
         big = contract[2] == "refund" and turn_no >= 1 and not state["honoured"]
         open_turn(f"Next: {tid}, a refund request for a damaged item.")
         oid = pool.order_id()
-        tk, fc, cust = lookup(tid, "Damaged item", f"The {product} in our last order arrived damaged. We would like a refund for it.\n{first} {last}", None, (first, last, email), [oid])
+        _, fc, cust = lookup(
+            tid,
+            "Damaged item",
+            f"The {product} in our last order arrived damaged. We would like a refund for it.\n{first} {last}",
+            None,
+            (first, last, email),
+            [oid],
+        )
         total = pool.amount(1_000, 9_000)
         o = order(oid, cust, total, pool.label_id(), {"status": "delivered"})
         price = rng.uniform(520, 980) if big else rng.uniform(40, 480)
-        o["items"][0].update({"description": product, "qty": 1, "unit_price_eur": f"{price:.2f}", "line_total_eur": f"{price:.2f}"})
-        go = b.call("get_order", {"order_id": oid}, _dumps(o), text="Finding the order with the damaged item.")
-        b.plant("locator_handle", oid, fc.result_seq, go.call_seq, "order id from the customer record's order list")
+        o["items"][0].update(
+            {
+                "description": product,
+                "qty": 1,
+                "unit_price_eur": f"{price:.2f}",
+                "line_total_eur": f"{price:.2f}",
+            }
+        )
+        go = b.call(
+            "get_order",
+            {"order_id": oid},
+            _dumps(o),
+            text="Finding the order with the damaged item.",
+        )
+        b.plant(
+            "locator_handle",
+            oid,
+            fc.result_seq,
+            go.call_seq,
+            "order id from the customer record's order list",
+        )
         refund = f"{price:.2f}"
         if big and turn_no > 1:
             n = b.say(f"The order total is EUR {total}; the damaged {product} is EUR {refund}. That refund is over the limit: "
                       "refunds above EUR 500 need my approval from you, so I have not applied it. Shall I go ahead?")  # fmt: skip
-            b.plant("evidence_detail", total, go.result_seq, n, "order total from the order record, reported right away")
-            b.plant("behavioural_contract", contract[1], first_turn, n, f"user constraint: {contract[0]}")
+            b.plant(
+                "evidence_detail",
+                total,
+                go.result_seq,
+                n,
+                "order total from the order record, reported right away",
+            )
+            b.plant(
+                "behavioural_contract",
+                contract[1],
+                first_turn,
+                n,
+                f"user constraint: {contract[0]}",
+            )
             state["honoured"] = True
             open_turn("Approved, go ahead with that refund.")
         else:
-            n = b.say(f"The order total is EUR {total}; the damaged {product} is EUR {refund}, so I'll refund that line.")
-            b.plant("evidence_detail", total, go.result_seq, n, "order total from the order record, reported right away")
+            n = b.say(
+                f"The order total is EUR {total}; the damaged {product} is EUR {refund}, so I'll refund that line."
+            )
+            b.plant(
+                "evidence_detail",
+                total,
+                go.result_seq,
+                n,
+                "order total from the order record, reported right away",
+            )
         b.call("update_record", {"id": oid, "fields": {"refund_status": "approved", "refund_amount": refund}},
-               f"Error: unknown field 'refund_amount' on order records. Did you mean 'refund_amount_eur'? No changes were made.",
+               "Error: unknown field 'refund_amount' on order records. Did you mean 'refund_amount_eur'? No changes were made.",
                error=True)  # fmt: skip
         b.call("update_record", {"id": oid, "fields": {"refund_status": "approved", "refund_amount_eur": refund, "refund_reason": "damaged_in_transit"}},
                f"Updated {oid}: refund_status, refund_amount_eur, refund_reason.", text="Wrong field name; retrying.")  # fmt: skip
         honour_note(oid, tid)
         ref = pool.refund_id()
         o2 = {**o, "refund": {"status": "approved", "amount_eur": refund, "reference": ref}}
-        g2 = b.call("get_order", {"order_id": oid}, _dumps(o2), text="Confirming the refund was registered.")
-        n = b.say(f"Refund registered under {ref} for EUR {refund}; the customer will see it in three to five business days.")
-        b.plant("live_state", ref, g2.result_seq, n, "refund reference only the re-read after the update shows")
+        g2 = b.call(
+            "get_order", {"order_id": oid}, _dumps(o2), text="Confirming the refund was registered."
+        )
+        n = b.say(
+            f"Refund registered under {ref} for EUR {refund}; the customer will see it in three to five business days."
+        )
+        b.plant(
+            "live_state",
+            ref,
+            g2.result_seq,
+            n,
+            "refund reference only the re-read after the update shows",
+        )
         summary.append("refund for a damaged item approved and registered")
 
     def ticket_email() -> None:
@@ -292,19 +474,39 @@ def build(b: SessionBuilder) -> str:
         cid = cust["customer_id"]
         up = b.call("update_record", {"id": cid, "fields": {"email": new_email}}, f"Updated {cid}: email.",
                     text="Updating the contact email to the one in the ticket.")  # fmt: skip
-        b.plant("locator_handle", new_email, tk.result_seq, up.call_seq, "new email address from the ticket body, written into the record")
-        b.plant("locator_handle", cid, fc.result_seq, up.call_seq, "customer id from the find_customer result")
+        b.plant(
+            "locator_handle",
+            new_email,
+            tk.result_seq,
+            up.call_seq,
+            "new email address from the ticket body, written into the record",
+        )
+        b.plant(
+            "locator_handle",
+            cid,
+            fc.result_seq,
+            up.call_seq,
+            "customer id from the find_customer result",
+        )
         honour_note(cid, tid)
-        b.say("Contact email updated; invoices will go to the new address from the next billing run.")
+        b.say(
+            "Contact email updated; invoices will go to the new address from the next billing run."
+        )
         summary.append("contact email changed after a domain move")
 
     def orders_followup() -> None:
         cust = state["address_customer"]
         cid = cust["customer_id"]
-        open_turn(f"For {cust['name']} (the customer with the new warehouse): check whether any of their other open "
-                  "orders still go to the old address.")
-        b.call("find_customer", {"query": cust["name"]}, _dumps({"matches": 1, "customers": [cust]}),
-               text="Looking the customer up again to get their id.")
+        open_turn(
+            f"For {cust['name']} (the customer with the new warehouse): check whether any of their other open "
+            "orders still go to the old address."
+        )
+        b.call(
+            "find_customer",
+            {"query": cust["name"]},
+            _dumps({"matches": 1, "customers": [cust]}),
+            text="Looking the customer up again to get their id.",
+        )
         lines = ["order_id,placed_at,status,items,ship_to"]
         for _ in range(rng.randint(120, 260)):
             lines.append(f"ORD-{rng.randint(10000, 99999)}-{rng.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}{rng.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')},"
@@ -317,20 +519,43 @@ def build(b: SessionBuilder) -> str:
             rd = b.call("read_file", {"path": route, "offset": keep, "limit": len(lines) - keep},
                         "\n".join(f"{i:6d}\t{x}" for i, x in enumerate(lines[keep:], keep + 1)),
                         text="The list was cut; reading the rest from the saved file.")  # fmt: skip
-            b.plant("recovery_routing", route, lo.result_seq, rd.call_seq, "truncated order list names its saved CSV; read right away")
-            b.say("Two more packed orders still list the old warehouse; they are not shipped yet, so they can be changed the same way.")
+            b.plant(
+                "recovery_routing",
+                route,
+                lo.result_seq,
+                rd.call_seq,
+                "truncated order list names its saved CSV; read right away",
+            )
+            b.say(
+                "Two more packed orders still list the old warehouse; they are not shipped yet, so they can be changed the same way."
+            )
         else:
             b.say("The first 25 orders are all delivered; the harness cut the list there.")
             open_turn("Please check the rest of the list as well.")
-            rd = b.call("read_file", {"path": route, "offset": keep, "limit": len(lines) - keep},
-                        "\n".join(f"{i:6d}\t{x}" for i, x in enumerate(lines[keep:], keep + 1)))
-            b.plant("recovery_routing", route, lo.result_seq, rd.call_seq, "truncated order list names its saved CSV; read a turn later")
-            b.say("In the rest of the list, a couple of packed orders still point at the old warehouse.")
+            rd = b.call(
+                "read_file",
+                {"path": route, "offset": keep, "limit": len(lines) - keep},
+                "\n".join(f"{i:6d}\t{x}" for i, x in enumerate(lines[keep:], keep + 1)),
+            )
+            b.plant(
+                "recovery_routing",
+                route,
+                lo.result_seq,
+                rd.call_seq,
+                "truncated order list names its saved CSV; read a turn later",
+            )
+            b.say(
+                "In the rest of the list, a couple of packed orders still point at the old warehouse."
+            )
         summary.append("checked the remaining orders of the moved customer")
 
     # the first ticket is a status enquiry; later ones in a random order
     ticket_status()
-    later = [ticket_address, ticket_refund] + rng.sample([ticket_email, ticket_refund, ticket_status], rng.randint(1, 3))
+    later = [
+        ticket_address,
+        ticket_refund,
+        *rng.sample([ticket_email, ticket_refund, ticket_status], rng.randint(1, 3)),
+    ]
     rng.shuffle(later)
     for t in later:
         t()
@@ -339,7 +564,16 @@ def build(b: SessionBuilder) -> str:
             orders_followup()
     open_turn("Thanks! Give me a short end-of-day summary with the amounts involved.")
     total, src = later_evidence[0]
-    n = b.say("End of day:\n" + "\n".join(f"- {s}" for s in summary)
-              + f"\n- the order in the first enquiry was EUR {total}, paid and in transit.")
-    b.plant("evidence_detail", total, src, n, "order total from an earlier ticket, used in the end-of-day summary")
+    n = b.say(
+        "End of day:\n"
+        + "\n".join(f"- {s}" for s in summary)
+        + f"\n- the order in the first enquiry was EUR {total}, paid and in transit."
+    )
+    b.plant(
+        "evidence_detail",
+        total,
+        src,
+        n,
+        "order total from an earlier ticket, used in the end-of-day summary",
+    )
     return f"{len(summary)} support tickets at {shop}"

@@ -153,8 +153,11 @@ def _cols(d: dict) -> dict[str, list[tuple[str, str, str]]]:
 
 
 def _describe(name: str, rows: str, cols: list[tuple[str, str, str]]) -> str:
-    body = table(("column", "type", "nullable", "comment"),
-                 [(c, t, "NO" if i == 0 else "YES", note) for i, (c, t, note) in enumerate(cols)], footer="")
+    body = table(
+        ("column", "type", "nullable", "comment"),
+        [(c, t, "NO" if i == 0 else "YES", note) for i, (c, t, note) in enumerate(cols)],
+        footer="",
+    )
     size = rows if rows.startswith("view") else f"{rows} rows"
     return f"Table {name} ({size})\n{body.rstrip()}"  # fmt: skip
 
@@ -181,8 +184,13 @@ def _view(rng: random.Random, d: dict) -> tuple[str, list[str], list[str]]:
         shape = rng.choice(shapes)
         exprs.append("        " + shape.format(a=a, doc=doc, m=rng.randint(2, 9), q=rng.randint(5, 60),
                                                f=f"0.{rng.randint(10, 95)}"))  # fmt: skip
-    cols = [(f"{doc}_id", "VARCHAR", ""), (f"{ent}_id", "UUID", ""), (f"{doc}_date", "DATE", ""),
-            ("region", "VARCHAR", ""), ("category", "VARCHAR", "")]
+    cols = [
+        (f"{doc}_id", "VARCHAR", ""),
+        (f"{ent}_id", "UUID", ""),
+        (f"{doc}_date", "DATE", ""),
+        ("region", "VARCHAR", ""),
+        ("category", "VARCHAR", ""),
+    ]
     cols += [(a, "DECIMAL(18,2)", "") for a in aliases]  # fmt: skip
     sql = [
         f"CREATE VIEW {d['view']} AS",
@@ -196,7 +204,7 @@ def _view(rng: random.Random, d: dict) -> tuple[str, list[str], list[str]]:
         f"    JOIN {d['lines']} l ON l.{doc}_id = o.{doc}_id",
         f"    JOIN {d['dim']} c ON c.{ent}_id = o.{ent}_id",
         "    WHERE c.is_test = FALSE",
-        f"      AND o.status NOT IN ('cancelled', 'fraud_hold', 'duplicate')",
+        "      AND o.status NOT IN ('cancelled', 'fraud_hold', 'duplicate')",
         f"      AND o.{doc}_date >= DATE '2022-01-01'",
         ")",
         f"SELECT {doc}_id, {ent}_id, {doc}_date, region, category,",
@@ -235,11 +243,16 @@ def build(b: SessionBuilder) -> str:
 
     # --- explore the schema ------------------------------------------------------------------
     cols = _cols(d)
-    listing = [(d["fact"], f"{rng.randint(2_000_000, 40_000_000):,}", f"One row per {doc}."),
-               (d["lines"], f"{rng.randint(5_000_000, 90_000_000):,}", f"One row per {doc} line."),
-               (d["dim"], f"{rng.randint(20_000, 900_000):,}", f"{ent.capitalize()}s, current state."),
-               (d["view"], "view", f"Finance's {d['label']} per {doc} and category.")]
-    listing += [(n, f"{rng.randint(1_000, 50_000_000):,}", c) for n, c in pick(rng, EXTRA_TABLES, rng.randint(10, 15))]
+    listing = [
+        (d["fact"], f"{rng.randint(2_000_000, 40_000_000):,}", f"One row per {doc}."),
+        (d["lines"], f"{rng.randint(5_000_000, 90_000_000):,}", f"One row per {doc} line."),
+        (d["dim"], f"{rng.randint(20_000, 900_000):,}", f"{ent.capitalize()}s, current state."),
+        (d["view"], "view", f"Finance's {d['label']} per {doc} and category."),
+    ]
+    listing += [
+        (n, f"{rng.randint(1_000, 50_000_000):,}", c)
+        for n, c in pick(rng, EXTRA_TABLES, rng.randint(10, 15))
+    ]
     rng.shuffle(listing)
     lt = b.call("list_tables", {}, table(("table", "rows", "description"), listing),
                 text="Let me see what the warehouse has.")  # fmt: skip
@@ -250,9 +263,21 @@ def build(b: SessionBuilder) -> str:
         ],
         text=f"The {doc} fact and its lines look like the right grain. Checking their columns.",
     )  # fmt: skip
-    b.plant("locator_handle", d["fact"], lt.result_seq, dt.call_seq, "table name seen only in list_tables, then described")
-    b.plant("locator_handle", d["lines"], lt.result_seq, dt.call_seq, "table name seen only in list_tables, then described")
-    view_text, exprs, aliases = _view(rng, d)
+    b.plant(
+        "locator_handle",
+        d["fact"],
+        lt.result_seq,
+        dt.call_seq,
+        "table name seen only in list_tables, then described",
+    )
+    b.plant(
+        "locator_handle",
+        d["lines"],
+        lt.result_seq,
+        dt.call_seq,
+        "table name seen only in list_tables, then described",
+    )
+    view_text, exprs, _ = _view(rng, d)
     dv = b.parallel(
         [
             ToolCall("describe_table", {"table": d["dim"]}, _describe(d["dim"], f"{rng.randint(20_000, 900_000):,}", cols[d["dim"]])),
@@ -287,7 +312,13 @@ def build(b: SessionBuilder) -> str:
                 rows.append([m, r, ch, f"{n:,}", _num(rng, n * 40, n * 260)])
     r1 = b.call("run_sql", {"query": q1}, table(("month", "region", "channel", f"{doc}s", measure), rows),
                 text=f"Using the view's {alias} expression so the numbers match finance.")  # fmt: skip
-    b.plant("verbatim_source", span, view_seq, r1.call_seq, "revenue expression copied from the middle of the view definition")
+    b.plant(
+        "verbatim_source",
+        span,
+        view_seq,
+        r1.call_seq,
+        "revenue expression copied from the middle of the view definition",
+    )
     best = max(rows, key=lambda r: float(r[4].replace(",", "")))
     later = rng.choice([r for r in rows if r is not best])
     n1 = b.say(
@@ -295,10 +326,17 @@ def build(b: SessionBuilder) -> str:
         f"{best[1]} / {best[2]} in {MONTHS[int(best[0][5:7]) - 1]} with {best[4]} from {best[3]} {doc}s. "
         "I excluded test records and cancelled or fraud-held documents, like the view does."
     )  # fmt: skip
-    b.plant("evidence_detail", best[4], r1.result_seq, n1, "the largest cell of the result, reported right away")
+    b.plant(
+        "evidence_detail",
+        best[4],
+        r1.result_seq,
+        n1,
+        "the largest cell of the result, reported right away",
+    )
 
     # --- later turns in a random order ----------------------------------------------------------
-    blocks = ["top", "live", "flagged"] + rng.sample(["freshness", "dq", "mix"], rng.randint(0, 2))
+    state: dict[str, object] = {}
+    blocks = ["top", "live", "flagged", *rng.sample(["freshness", "dq", "mix"], rng.randint(0, 2))]
     rng.shuffle(blocks)
     for blk in blocks:
         if blk == "top":
@@ -314,45 +352,103 @@ def build(b: SessionBuilder) -> str:
             rq = b.call("run_sql", {"query": f"SELECT ROW_NUMBER() OVER (ORDER BY SUM(v.{alias}) DESC) AS rank, v.{ent}_id, c.name, c.segment, c.country,\n       COUNT(DISTINCT v.{doc}_id) AS {doc}s, SUM(v.{alias}) AS {measure}\nFROM {d['view']} v JOIN {d['dim']} c USING ({ent}_id)\nWHERE v.{doc}_date BETWEEN DATE '2024-07-01' AND DATE '2024-09-30'\nGROUP BY 2, 3, 4, 5 ORDER BY rank LIMIT {len(top)}"},
                         table(("rank", f"{ent}_id", "name", "segment", "country", f"{doc}s", measure), top))  # fmt: skip
             pick_i = rng.randint(0, 4)
-            b.say(f"The top three are {top[0][2]}, {top[1][2]} and {top[2][2]}; together they are a large "
-                  "share of the quarter. Full ranking above.")
+            b.say(
+                f"The top three are {top[0][2]}, {top[1][2]} and {top[2][2]}; together they are a large "
+                "share of the quarter. Full ranking above."
+            )
             target = top[pick_i]
-            b.user(f"Drill into {target[2]} (number {pick_i + 1}): what's behind it in Q3, by category and month?")
-            rows3 = [[m, cat, f"{rng.randint(1, 400):,}", _num(rng, 500, 90_000)] for m in q_months for cat in d["categories"]]
+            b.user(
+                f"Drill into {target[2]} (number {pick_i + 1}): what's behind it in Q3, by category and month?"
+            )
+            rows3 = [
+                [m, cat, f"{rng.randint(1, 400):,}", _num(rng, 500, 90_000)]
+                for m in q_months
+                for cat in d["categories"]
+            ]
             dq = b.call("run_sql", {"query": f"SELECT date_trunc('month', {doc}_date) AS month, category, COUNT(*) AS lines, SUM({alias}) AS {measure}\nFROM {d['view']}\nWHERE {ent}_id = '{target[1]}' AND {doc}_date BETWEEN DATE '2024-07-01' AND DATE '2024-09-30'\nGROUP BY 1, 2 ORDER BY 1, 2"},
                         table(("month", "category", "lines", measure), rows3),
                         text=f"Filtering on their {ent} id from the ranking.")  # fmt: skip
-            b.plant("locator_handle", target[1], rq.result_seq, dq.call_seq, f"{ent} UUID from the ranking, used in a later query")
-            b.say(f"{target[2]} {d['bought']} mostly {' and '.join(rng.sample(d['categories'], 2))}; "
-                  "spending was steady across the three months.")
+            b.plant(
+                "locator_handle",
+                target[1],
+                rq.result_seq,
+                dq.call_seq,
+                f"{ent} UUID from the ranking, used in a later query",
+            )
+            b.say(
+                f"{target[2]} {d['bought']} mostly {' and '.join(rng.sample(d['categories'], 2))}; "
+                "spending was steady across the three months."
+            )
         elif blk == "live":
-            b.user(f"Ops says today's load is still running. What's the status breakdown of today's {doc}s so far, by region?")
+            b.user(
+                f"Ops says today's load is still running. What's the status breakdown of today's {doc}s so far, by region?"
+            )
             today = f"2024-10-{rng.randint(2, 28):02d}"
             q = (f"SELECT region, status, COUNT(*) AS {doc}s, SUM(gross_amount_eur) AS gross_eur, MAX(updated_at) AS last_update\n"
                  f"FROM {d['fact']} WHERE {doc}_date = DATE '{today}' GROUP BY 1, 2 ORDER BY 1, 2")  # fmt: skip
 
-            def snapshot(scale: float, clock: str) -> list[list[str]]:
-                return [[r, s, f"{int(rng.randint(20, 900) * scale):,}", _num(rng, 2_000 * scale, 90_000 * scale), f"{today} {clock}"]
+            def snapshot(scale: float, stamp: str) -> list[list[str]]:
+                return [[r, s, f"{int(rng.randint(20, 900) * scale):,}", _num(rng, 2_000 * scale, 90_000 * scale), stamp]
                         for r in regions for s in STATUSES]  # fmt: skip
 
-            b.call("run_sql", {"query": q}, table(("region", "status", f"{doc}s", "gross_eur", "last_update"), snapshot(0.6, "06:4%d:1%d" % (rng.randint(0, 9), rng.randint(0, 9)))))
+            b.call(
+                "run_sql",
+                {"query": q},
+                table(
+                    ("region", "status", f"{doc}s", "gross_eur", "last_update"),
+                    snapshot(0.6, f"{today} 06:4{rng.randint(0, 9)}:1{rng.randint(0, 9)}"),
+                ),
+            )
             b.say("Here is the breakdown so far; with the load still running, treat it as partial.")
-            b.user(rng.choice(("The load just finished. Run that same query again.", "Load's done now, can you re-run the same query?")))
-            rows2 = snapshot(1.0, "09:1%d:0%d" % (rng.randint(0, 9), rng.randint(0, 9)))
-            s2 = b.call("run_sql", {"query": q}, table(("region", "status", f"{doc}s", "gross_eur", "last_update"), rows2))
+            b.user(
+                rng.choice(
+                    (
+                        "The load just finished. Run that same query again.",
+                        "Load's done now, can you re-run the same query?",
+                    )
+                )
+            )
+            rows2 = snapshot(1.0, f"{today} 09:1{rng.randint(0, 9)}:0{rng.randint(0, 9)}")
+            s2 = b.call(
+                "run_sql",
+                {"query": q},
+                table(("region", "status", f"{doc}s", "gross_eur", "last_update"), rows2),
+            )
             cell = rng.choice([r for r in rows2 if r[1] == "pending"])
             more = rng.random() < 0.5
             if more:
                 b.call("run_sql", {"query": f"SELECT table_name, finished_at, rows_loaded FROM audit.load_log WHERE run_date = DATE '{today}' ORDER BY finished_at"},
                        table(("table_name", "finished_at", "rows_loaded"), [[t, f"{today} 0{rng.randint(6, 8)}:{rng.randint(10, 59)}:{rng.randint(10, 59)}", f"{rng.randint(1000, 900000):,}"] for t in (d["fact"], d["lines"], d["dim"], "finance.fx_rates_daily")]),
                        text="Let me confirm the load really completed.")  # fmt: skip
-            ln = b.say(f"With the load complete, {cell[0]} now has {cell[3]} EUR gross in pending {doc}s "
-                       f"({cell[2]} {doc}s); the earlier run was partial.")
-            b.plant("live_state", cell[3], s2.result_seq, ln, "cell of the latest run of the same query (the earlier run was partial)")
+            if rng.random() < 0.5:
+                ln = b.say(
+                    f"With the load complete, {cell[0]} now has {cell[3]} EUR gross in pending {doc}s "
+                    f"({cell[2]} {doc}s); the earlier run was partial."
+                )
+                b.plant(
+                    "live_state",
+                    cell[3],
+                    s2.result_seq,
+                    ln,
+                    "cell of the latest run of the same query (the earlier run was partial)",
+                )
+            else:  # reported in the closing summary instead
+                b.say(
+                    "The load is complete and the figures are final now; pending volumes grew in every region."
+                )
+                state["live"] = (cell, s2.result_seq)
         elif blk == "flagged":
-            b.user(f"I also need the list of {doc}s flagged for manual review in Q3, with the reason.")
+            b.user(
+                f"I also need the list of {doc}s flagged for manual review in Q3, with the reason."
+            )
             total = b.size(150, 420)
-            reasons = ("address_mismatch", "velocity_rule", "high_value_new_" + ent, "chargeback_history", "vat_id_invalid")
+            reasons = (
+                "address_mismatch",
+                "velocity_rule",
+                "high_value_new_" + ent,
+                "chargeback_history",
+                "vat_id_invalid",
+            )
             full = [f"{doc}_id,{doc}_date,name,country,gross_amount_eur,flag_reason"]
             for _ in range(total):
                 full.append(f"{d['prefix']}-{rng.randint(1_000_000, 9_999_999)},2024-{rng.randint(7, 9):02d}-{rng.randint(1, 28):02d},"
@@ -361,15 +457,25 @@ def build(b: SessionBuilder) -> str:
             shown = table(tuple(full[0].split(",")), [r.split(",") for r in full[1:]]).split("\n")
             fq = b.call("run_sql", {"query": f"SELECT o.{doc}_id, o.{doc}_date, c.name, c.country, o.gross_amount_eur, o.flag_reason\nFROM {d['fact']} o JOIN {d['dim']} c USING ({ent}_id)\nWHERE o.is_flagged AND o.{doc}_date BETWEEN DATE '2024-07-01' AND DATE '2024-09-30'\nORDER BY o.gross_amount_eur DESC"},
                         truncated(shown, 52, route))  # fmt: skip
-            b.say(f"There are {total} flagged {doc}s; the harness showed the first 50, sorted by amount, and kept the full result as a CSV.")
+            b.say(
+                f"There are {total} flagged {doc}s; the harness showed the first 50, sorted by amount, and kept the full result as a CSV."
+            )
             b.user(rng.choice(("How many of those were flagged for velocity_rule, roughly, and in which countries?",
                                "Look at the rest of that list: which flag reasons dominate below the top 50?")))  # fmt: skip
             rd = b.call("read_file", {"path": route, "offset": 51, "limit": total - 50},
                         "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(full[51:], 52)),
                         text="Reading the rest of the saved CSV.")  # fmt: skip
-            b.plant("recovery_routing", route, fq.result_seq, rd.call_seq, "truncated result names its saved CSV; read in a later turn")
-            b.say("Below the top 50 the mix shifts toward velocity_rule and address_mismatch; "
-                  "Germany and the Netherlands account for most of them.")
+            b.plant(
+                "recovery_routing",
+                route,
+                fq.result_seq,
+                rd.call_seq,
+                "truncated result names its saved CSV; read in a later turn",
+            )
+            b.say(
+                "Below the top 50 the mix shifts toward velocity_rule and address_mismatch; "
+                "Germany and the Netherlands account for most of them."
+            )
         elif blk == "freshness":
             b.user("Before I present this: how fresh is the data in the warehouse?")
             b.call("run_sql", {"query": "SELECT table_name, last_loaded_at, rows_loaded, status FROM audit.load_log ORDER BY last_loaded_at DESC LIMIT 30"},
@@ -385,7 +491,7 @@ def build(b: SessionBuilder) -> str:
                            rng.choice(EXTRA_TABLES)[0], rng.choice(("pass", "pass", "pass", "warn", "fail")), f"{rng.randint(0, 4000):,}"] for _ in range(rng.randint(20, 45))]))  # fmt: skip
             b.say("A few warnings on side tables, nothing on the tables behind these figures.")
         elif blk == "mix":
-            b.user(f"What's the channel mix per region in Q3, as shares?")
+            b.user("What's the channel mix per region in Q3, as shares?")
             b.call("run_sql", {"query": f"SELECT region, channel, ROUND(100.0 * SUM({alias}) / SUM(SUM({alias})) OVER (PARTITION BY region), 1) AS share_pct\nFROM {d['view']} v JOIN {d['fact']} o USING ({doc}_id)\nWHERE v.{doc}_date BETWEEN DATE '2024-07-01' AND DATE '2024-09-30' GROUP BY 1, 2 ORDER BY 1, 2"},
                    table(("region", "channel", "share_pct"), [[r, ch, f"{rng.uniform(5, 70):.1f}"] for r in regions for ch in d["channels"]]))  # fmt: skip
             b.say("The mix is fairly even; one channel dominates in two regions.")
@@ -396,9 +502,29 @@ def build(b: SessionBuilder) -> str:
     n = b.say(
         f"- Q3 {d['label']} peaked in {best[1]} ({best[2]}).\n"
         f"- {later[1]} / {later[2]} in {MONTHS[int(later[0][5:7]) - 1]}: {later[4]}.\n"
-        f"- Flagged and intraday figures are in the appendix queries.\n{honour}"
+        + (
+            f"- Today so far: {state['live'][0][0]} has {state['live'][0][3]} EUR gross pending.\n"
+            if "live" in state
+            else ""
+        )  # type: ignore[index]
+        + f"- Flagged and intraday figures are in the appendix queries.\n{honour}"
     )
-    b.plant("evidence_detail", later[4], r1.result_seq, n, "a result cell reported turns later in the summary")
+    if "live" in state:
+        cell, src = state["live"]  # type: ignore[misc]
+        b.plant(
+            "live_state",
+            cell[3],
+            src,
+            n,
+            "cell of the latest run of the same query, reported in the closing summary",
+        )
+    b.plant(
+        "evidence_detail",
+        later[4],
+        r1.result_seq,
+        n,
+        "a result cell reported turns later in the summary",
+    )
     for c in contracts:
         b.plant("behavioural_contract", c[1], t1, n, f"user constraint: {c[0]}")
     return f"Q3 {measure} analysis in {d['warehouse']}"

@@ -140,9 +140,7 @@ class Prose:
             return rng.choice(MONTHS)
         return rng.choice(list(self.lexicon[key]))
 
-    def sentences(
-        self, templates: Sequence[str], n: int, avoid: Collection[str] = ()
-    ) -> list[str]:
+    def sentences(self, templates: Sequence[str], n: int, avoid: Collection[str] = ()) -> list[str]:
         """``n`` sentences, avoiding an immediate repeat of a template and any text in ``avoid``."""
         out: list[str] = []
         last = -1

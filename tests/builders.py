@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ctxreplay.datasets.messages import Message, Part
+from ctxreplay.datasets.messages import Message, Part, Session
 from ctxreplay.datasets.tokenizer import get_tokenizer
 from ctxreplay.datasets.validate import validate_session
-from ctxreplay.datasets.messages import Session
 
 count = get_tokenizer().count
 
@@ -15,7 +14,9 @@ count = get_tokenizer().count
 def counted(messages: list[Message]) -> list[Message]:
     """Messages as the corpus would hold them: validated, numbered, token counts stored."""
     checked = validate_session(Session("test", "t", messages)).messages
-    return [replace(m, tokens=sum(count(s) for p in m.parts for s in p.token_texts())) for m in checked]
+    return [
+        replace(m, tokens=sum(count(s) for p in m.parts for s in p.token_texts())) for m in checked
+    ]
 
 
 def system(text: str = "You are a coding agent.") -> Message:
@@ -42,7 +43,10 @@ def result(cid: str, body: str, error: bool = False) -> Message:
 def coding_session() -> list[Message]:
     """Two user turns; reads, a re-read (superseded), a failing run, an edit."""
     body = "\n".join(f"{i:4d}  line {i} of app.py" for i in range(1, 201))
-    log = "\n".join(f"test_case_{i} PASSED" for i in range(120)) + "\nFAILED test_parse - KeyError: 'x'"
+    log = (
+        "\n".join(f"test_case_{i} PASSED" for i in range(120))
+        + "\nFAILED test_parse - KeyError: 'x'"
+    )
     return counted(
         [
             system(),
@@ -55,7 +59,11 @@ def coding_session() -> list[Message]:
             user("Please also keep the public API unchanged."),
             call("c3", "read_file", {"path": "app.py"}),
             result("c3", body + "\n 201  # end"),
-            call("c4", "edit_file", {"path": "app.py", "old_str": "line 7 of", "new_str": "line seven of"}),
+            call(
+                "c4",
+                "edit_file",
+                {"path": "app.py", "old_str": "line 7 of", "new_str": "line seven of"},
+            ),
             result("c4", "ok"),
         ]
     )

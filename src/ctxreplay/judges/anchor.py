@@ -1,0 +1,264 @@
+"""The exact-anchor judge: deterministic, free, the default.
+
+It follows the dependency-centred audit of the Self-GC study: a view has *no impact* when every
+exact anchor the real future uses from the prefix is still available — verbatim in the view, or
+recoverable from an archive whose pointer the view shows. Steps:
+
+1. From the future agent turns (assistant text and tool-call arguments) extract exact anchors:
+   URLs, paths, identifiers and handles, specific numbers and table values, quoted text and long
+   verbatim spans (``anchors.py``).
+2. Keep those that come from the prefix: drop anything always present (system prompt, the latest
+   user turn), anything the future obtained again itself before using it (a later tool result or
+   user message), and anchors common to most sessions of the corpus (``prepare``).
+3. Each dependency is available, recoverable or lost. A lost one is filed under the taxonomy:
+   recovery routing (its archive has no visible pointer, or the anchor is itself a route to a full
+   payload), live state (it came from the latest of several identical calls, or from the current
+   blocker — the most recent error), behavioural contract (a constraint in an older user turn that
+   the future acts on), verbatim source (long spans), locator/handle, or evidence detail.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..datasets.messages import Message
+from ..replay.objects import ContextObject, ObjectIndex
+from ..replay.sidecar import payload_messages
+from .anchors import (
+    MIN_SPAN,
+    Anchor,
+    announces_route,
+    argument_values,
+    constraints,
+    extract,
+    shared_phrase,
+    spans,
+)
+from .base import JudgeInput, Judge, Loss, Verdict, judge
+
+
+def message_text(m: Message) -> str:
+    return "\n".join(s for p in m.parts for s in p.token_texts())
+
+
+def agent_text(m: Message) -> tuple[str, list[str]]:
+    """What an assistant message *uses*: its text, and its calls' argument values."""
+    texts = [p.content or "" for p in m.parts if p.type == "text"]
+    values: list[str] = []
+    for p in m.parts:
+        if p.type == "tool_call":
+            values.extend(argument_values(p.arguments))
+            texts.append(p.arguments or "")
+    return "\n".join(texts), values
+
+
+@dataclass(frozen=True)
+class Dependency:
+    anchor: str
+    kind: str
+    source: int  # prefix message index holding it (the latest one)
+    source_object: str | None
+    need_seq: int
+    contract: bool = False
+
+
+@dataclass(frozen=True)
+class AnchorParams:
+    min_span: int = MIN_SPAN
+    #: anchors found in more than this share of a corpus's sessions are trivially present
+    common_fraction: float = 0.5
+    check_contracts: bool = True
+
+
+def owner_of(index: ObjectIndex) -> dict[int, ContextObject]:
+    """Prefix message index → the object that holds it (functions win over their turn)."""
+    owner: dict[int, ContextObject] = {}
+    for obj in index.objects:
+        if obj.kind == "user_turn":
+            owner.setdefault(obj.messages[0], obj)
+    for obj in index.functions():
+        owner[obj.call_index] = obj
+        owner[obj.result_index] = obj
+    return owner
+
+
+def common_anchors(sessions: Iterable[Sequence[Message]], fraction: float) -> frozenset[str]:
+    df: Counter[str] = Counter()
+    n = 0
+    for messages in sessions:
+        n += 1
+        df.update(
+            {a.text for m in messages if m.role != "system" for a in extract(message_text(m))}
+        )
+    if n < 4:  # too few sessions to call anything common
+        return frozenset()
+    return frozenset(a for a, c in df.items() if c / n > fraction)
+
+
+@judge("anchor")
+class AnchorJudge(Judge):
+    """Exact-anchor dependency audit (Self-GC's no-impact criterion, made deterministic)."""
+
+    Params = AnchorParams
+
+    def __init__(self, params: AnchorParams | None = None) -> None:
+        super().__init__(params)
+        self.common: frozenset[str] = frozenset()
+        self._case_cache: tuple[str, list[Dependency], str, list[str]] | None = None
+
+    # --- corpus-level filter ------------------------------------------------------------
+    def corpus_state(self, corpus: Any) -> frozenset[str]:
+        """Anchors found in most sessions of the corpus: boilerplate, not dependencies."""
+        return common_anchors((m for _, m in corpus.iter_sessions()), self.params.common_fraction)
+
+    def use_state(self, state: Any) -> None:
+        self.common = frozenset(state or ())
+
+    # --- dependencies of a case (policy-independent, cached) ------------------------------
+    def dependencies(self, item: JudgeInput) -> tuple[list[Dependency], str]:
+        if self._case_cache and self._case_cache[0] == item.case_id:
+            return self._case_cache[1], self._case_cache[2]
+        prefix, index = item.prefix, item.index
+        latest = index[index.latest_turn] if index.latest_turn else None
+        always_parts = [message_text(m) for m in prefix if m.role in ("system", "developer")]
+        if latest is not None:
+            always_parts.append(message_text(prefix[latest.messages[0]]))
+        always = "\n".join(always_parts)
+        texts = [message_text(m) for m in prefix]
+        owner = owner_of(index)
+        contract_sources = self._contract_sentences(prefix, index)
+        deps: list[Dependency] = []
+        seen: set[str] = set()
+        obtained: list[str] = []
+        for m in item.future:
+            if m.role != "assistant":
+                obtained.append(message_text(m))
+                continue
+            text, values = agent_text(m)
+            candidates: list[Anchor] = extract(text) + spans(
+                values + text.splitlines(), self.params.min_span
+            )
+            got = "\n".join(obtained)
+            for a in candidates:
+                if a.text in seen or a.text in always or a.text in self.common or a.text in got:
+                    continue
+                source = next(
+                    (i for i in range(len(texts) - 1, -1, -1) if a.text in texts[i]), None
+                )
+                if source is None:
+                    continue
+                seen.add(a.text)
+                obj = owner.get(source)
+                in_contract = any(a.text in s for s in contract_sources.get(source, ()))
+                deps.append(
+                    Dependency(a.text, a.kind, source, obj.id if obj else None, m.seq, in_contract)
+                )
+            if self.params.check_contracts:
+                for source, sentences in contract_sources.items():
+                    for sentence in sentences:
+                        if sentence in seen:
+                            continue
+                        phrase = shared_phrase(sentence, text + "\n" + "\n".join(values))
+                        if phrase and phrase not in always:
+                            seen.add(sentence)
+                            obj = owner.get(source)
+                            deps.append(
+                                Dependency(
+                                    sentence,
+                                    "contract",
+                                    source,
+                                    obj.id if obj else None,
+                                    m.seq,
+                                    True,
+                                )
+                            )
+        # a contract found through its key phrase and through the sentence is one dependency
+        sentences = {d.anchor for d in deps if d.kind == "contract"}
+        deps = [
+            d
+            for d in deps
+            if not (d.contract and d.kind != "contract" and any(d.anchor in s for s in sentences))
+        ]
+        blocker = self._current_blocker(index)
+        self._case_cache = (item.case_id, deps, blocker or "", texts)
+        return deps, blocker or ""
+
+    @staticmethod
+    def _contract_sentences(prefix: Sequence[Message], index: ObjectIndex) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for turn in index.turns():
+            if turn.protected:
+                continue
+            i = turn.messages[0]
+            found = constraints(prefix[i].text)
+            if found:
+                out[i] = found
+        return out
+
+    @staticmethod
+    def _current_blocker(index: ObjectIndex) -> str | None:
+        errors = [f for f in index.functions() if f.is_error]
+        return errors[-1].id if errors else None
+
+    # --- the verdict ----------------------------------------------------------------------
+    def judge(self, item: JudgeInput) -> Verdict:
+        deps, blocker = self.dependencies(item)
+        if not deps:
+            return Verdict("no_impact", reason="the future uses nothing exact from the prefix")
+        view_text = "\n".join(message_text(m) for m in item.view)
+        visible, hidden = [], []
+        for a in item.archives:
+            body = "\n".join(
+                s
+                for _, _, parts in payload_messages(a.payload)
+                for p in parts
+                for s in p.token_texts()
+            )
+            (visible if a.pointer_visible and a.ref[:23] in view_text else hidden).append(body)
+        recoverable_text = "\n".join(visible)
+        hidden_text = "\n".join(hidden)
+        texts = self._case_cache[3] if self._case_cache else [message_text(m) for m in item.prefix]
+        losses: list[Loss] = []
+        recoverable = 0
+        for d in deps:
+            if d.anchor in view_text:
+                continue
+            if d.anchor in recoverable_text:
+                recoverable += 1
+                continue
+            category = self._category(
+                d, item.index, texts[d.source], blocker, d.anchor in hidden_text
+            )
+            detail = f"{d.kind} from prefix message {d.source}"
+            losses.append(Loss(category, d.anchor, d.source_object, d.need_seq, detail))
+        label = "impact" if losses else "no_impact"
+        cats = Counter(loss.category for loss in losses)
+        reason = f"{len(deps)} dependencies, {recoverable} recoverable, {len(losses)} lost" + (
+            " (" + ", ".join(f"{c} {n}" for c, n in sorted(cats.items())) + ")" if cats else ""
+        )
+        return Verdict(
+            label, tuple(losses), reason, dependencies=len(deps), recoverable=recoverable
+        )
+
+    def _category(
+        self, d: Dependency, index: ObjectIndex, source_text: str, blocker: str, folded_hidden: bool
+    ) -> str:
+        if folded_hidden or (d.kind != "contract" and announces_route(source_text, d.anchor)):
+            return "recovery_routing"
+        obj = index.by_id.get(d.source_object or "")
+        if (
+            obj is not None
+            and obj.kind == "function"
+            and (obj.supersedes is not None or obj.id == blocker)
+        ):
+            return "live_state"
+        if d.contract:
+            return "behavioural_contract"
+        if d.kind in ("span", "quote") and len(d.anchor) >= self.params.min_span:
+            return "verbatim_source"
+        if Anchor(d.anchor, d.kind).is_locator:
+            return "locator_handle"
+        return "evidence_detail"

@@ -1,0 +1,395 @@
+"""``ctxreplay judge``: a verdict for every (case, policy) of a run, resumable.
+
+Verdicts are appended as small Parquet parts under ``RUN/verdicts/<judge>/``, each written
+atomically as soon as its batch is done. A re-run reads what is there and judges only what is
+missing; a model call that finished before a kill is served from the client's on-disk cache, so
+a killed run resumes without paying twice. Reading deduplicates, so there is exactly one verdict
+per (case, policy, judge).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from ..datasets.cases import read_cases
+from ..datasets.messages import Message
+from ..datasets.schema import row_to_part
+from ..datasets.tokenizer import get_tokenizer
+from ..replay.engine import Run, slug
+from ..replay.objects import build_index
+from ..replay.sidecar import SidecarStore
+from .base import Archived, Judge, JudgeInput, Verdict, make_judge
+
+LOSS = pa.struct(
+    [
+        ("category", pa.string()),
+        ("anchor", pa.string()),
+        ("source_object", pa.string()),
+        ("need_seq", pa.int32()),
+        ("detail", pa.string()),
+    ]
+)
+VERDICTS = pa.schema(
+    [
+        ("run", pa.string()),
+        ("policy", pa.string()),
+        ("case_id", pa.string()),
+        ("session_id", pa.string()),
+        ("judge", pa.string()),
+        ("judge_name", pa.string()),
+        ("label", pa.string()),
+        ("losses", pa.list_(LOSS)),
+        ("n_losses", pa.int32()),
+        ("dependencies", pa.int32()),
+        ("recoverable", pa.int32()),
+        ("unscored_reason", pa.string()),
+        ("explanation", pa.string()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("usd", pa.float64()),
+        ("calls", pa.int32()),
+        ("cache_hit", pa.bool_()),
+        ("prompt_hash", pa.string()),
+        ("raw", pa.string()),
+    ]
+)
+
+
+class JudgeRunError(RuntimeError):
+    pass
+
+
+def verdict_row(run: str, item: JudgeInput, judge: Judge, v: Verdict) -> dict[str, Any]:
+    return {
+        "run": run,
+        "policy": item.policy,
+        "case_id": item.case_id,
+        "session_id": item.session_id,
+        "judge": judge.label,
+        "judge_name": judge.name,
+        "label": v.label,
+        "losses": [loss.as_dict() for loss in v.losses],
+        "n_losses": len(v.losses),
+        "dependencies": v.dependencies,
+        "recoverable": v.recoverable,
+        "unscored_reason": v.reason if v.label == "unscored" else None,
+        "explanation": v.reason if v.label != "unscored" else None,
+        "prompt_tokens": v.usage.prompt_tokens,
+        "completion_tokens": v.usage.completion_tokens,
+        "usd": v.usage.usd,
+        "calls": v.usage.calls,
+        "cache_hit": v.cache_hit,
+        "prompt_hash": v.prompt_hash,
+        "raw": v.raw,
+    }
+
+
+def read_verdicts(run_path: str | os.PathLike[str], judge: str | None = None) -> pl.DataFrame:
+    """Every verdict of a run (one per case, policy and judge)."""
+    root = Path(run_path) / "verdicts"
+    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
+    frames = [pl.read_parquet(f / "*.parquet") for f in folders if any(f.glob("*.parquet"))]
+    if not frames:
+        return pl.from_arrow(VERDICTS.empty_table())  # type: ignore[return-value]
+    frame = pl.concat(frames, how="vertical_relaxed")
+    if judge is not None:
+        frame = frame.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge))
+    return frame.unique(["judge", "policy", "case_id"], keep="first", maintain_order=True)
+
+
+def _write_part(rows: list[dict[str, Any]], folder: Path) -> None:
+    if not rows:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+    tmp = folder / f".{name}.tmp"
+    pq.write_table(pa.Table.from_pylist(rows, schema=VERDICTS), tmp, compression="zstd")
+    os.replace(tmp, folder / name)
+
+
+# --- building judge inputs -----------------------------------------------------------------
+
+
+@dataclass
+class Work:
+    """The (case, policy) pairs of one session still to judge, with what rebuilding needs."""
+
+    session_id: str
+    cases: list[dict[str, Any]]  # case rows (cut, future range)
+    views: dict[tuple[str, str], dict[str, Any]]  # (case, policy) → views row
+    actions: dict[tuple[str, str], dict[str, str]]  # (case, policy) → object → action
+    committed: dict[tuple[str, str], bool]
+
+
+def inputs_for(
+    work: Work, messages: Sequence[Message], sidecar: SidecarStore
+) -> Iterator[JudgeInput]:
+    count = get_tokenizer().count
+    visible = [m for m in messages if m.visible]
+    for case in work.cases:
+        prefix = tuple(m for m in visible if m.seq < case["cut"])
+        future = tuple(m for m in visible if case["future_start"] <= m.seq < case["future_end"])
+        index = build_index(prefix, count)
+        for (case_id, policy), row in work.views.items():
+            if case_id != case["case_id"]:
+                continue
+            view: list[Message] = []
+            for e in row["entries"]:
+                if e["parts"] is None:
+                    view.append(prefix[e["index"]])
+                else:
+                    view.append(
+                        Message(
+                            role=e["role"],
+                            parts=tuple(row_to_part(p) for p in e["parts"]),
+                            seq=e["seq"],
+                            tokens=e["tokens"],
+                            flags=tuple(e["flags"] or ()),
+                        )
+                    )
+            archives = tuple(
+                Archived(
+                    a["ref"],
+                    a["object_id"],
+                    a["pointer_visible"],
+                    sidecar.recover(a["ref"]),
+                    a["handle"],
+                )
+                for a in row["archives"] or ()
+            )
+            yield JudgeInput(
+                case_id=case_id,
+                session_id=work.session_id,
+                policy=policy,
+                prefix=prefix,
+                view=tuple(view),
+                future=future,
+                index=index,
+                actions=work.actions.get((case_id, policy), {}),
+                archives=archives,
+                committed=work.committed.get((case_id, policy), True),
+                summary=row.get("summary"),
+            )
+
+
+def _judge_chunk(
+    run_path: str, corpus_path: str, spec: dict[str, Any], state: Any, works: list[Work]
+) -> list[dict[str, Any]]:
+    """A process worker: judge every input of a few sessions with a deterministic judge."""
+    from ..datasets.store import Corpus
+
+    judge = _rebuild(spec)
+    judge.use_state(state)
+    corpus = Corpus(corpus_path)
+    sidecar = SidecarStore(Path(run_path) / "sidecar")
+    sessions = dict(corpus.iter_sessions([w.session_id for w in works]))
+    rows = []
+    name = Path(run_path).name
+    for w in works:
+        for item in inputs_for(w, sessions[w.session_id], sidecar):
+            rows.append(verdict_row(name, item, judge, judge.judge(item)))
+    return rows
+
+
+def _rebuild(spec: dict[str, Any]) -> Judge:
+    from .base import _load_builtins, judges
+
+    _load_builtins()
+    cls = judges.get(spec["name"])
+    return cls(cls.Params(**spec["params"]))
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+@dataclass
+class JudgeSummary:
+    judge: str
+    judged: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    labels: Counter[str] = field(default_factory=Counter)
+    unscored: Counter[str] = field(default_factory=Counter)
+    usd: float = 0.0
+    calls: int = 0
+    cache_hits: int = 0
+
+    def render(self) -> str:
+        lines = [
+            f"judge {self.judge}: {self.judged} verdicts in {self.seconds:.1f}s ({self.skipped} already judged)",
+            "  "
+            + ", ".join(
+                f"{k} {self.labels.get(k, 0)}" for k in ("no_impact", "impact", "unscored")
+            ),
+        ]
+        if self.calls or self.cache_hits:
+            lines.append(
+                f"  model calls {self.calls}, cache hits {self.cache_hits}, cost ${self.usd:.4f}"
+            )
+        for reason, n in self.unscored.most_common(5):
+            lines.append(f"  unscored: {reason} ×{n}")
+        return "\n".join(lines)
+
+
+def plan_work(
+    run: Run, judge_label: str, policies: Sequence[str] | None = None, limit: int | None = None
+) -> tuple[list[Work], int]:
+    """The sessions with something left to judge, and how many pairs are already judged."""
+    done = read_verdicts(run.path, judge_label).select("policy", "case_id")
+    labels = [run.resolve_policy(p) for p in policies] if policies else run.policies
+    figures = pl.concat([run.table("figures", label) for label in labels], how="vertical_relaxed")
+    todo = figures.join(done, on=["policy", "case_id"], how="anti").sort(
+        ["session_id", "cut", "policy"]
+    )
+    if limit is not None:
+        todo = todo.head(limit)
+    skipped = figures.height - todo.height
+    if todo.height == 0:
+        return [], skipped
+    cases, _ = read_cases(run.manifest["cases_path"])
+    case_rows = {r["case_id"]: r for r in cases.iter_rows(named=True)}
+    wanted = set(todo["case_id"].to_list())
+    views = {}
+    actions: dict[tuple[str, str], dict[str, str]] = {}
+    for label in {*todo["policy"].to_list()}:
+        v = run.table("views", label).filter(pl.col("case_id").is_in(list(wanted)))
+        for row in v.iter_rows(named=True):
+            views[(row["case_id"], label)] = row
+        d = run.table("decisions", label).filter(
+            (pl.col("action") != "keep") & pl.col("case_id").is_in(list(wanted))
+        )
+        for row in d.iter_rows(named=True):
+            actions.setdefault((row["case_id"], label), {})[row["object_id"]] = row["action"]
+    committed = {(r["case_id"], r["policy"]): r["committed"] for r in todo.iter_rows(named=True)}
+    works: dict[str, Work] = {}
+    for row in todo.iter_rows(named=True):
+        key = (row["case_id"], row["policy"])
+        w = works.setdefault(row["session_id"], Work(row["session_id"], [], {}, actions, committed))
+        if not any(c["case_id"] == row["case_id"] for c in w.cases):
+            w.cases.append(case_rows[row["case_id"]])
+        w.views[key] = views[key]
+    return list(works.values()), skipped
+
+
+def run_judge(
+    run_path: str | os.PathLike[str],
+    spec: str | Judge = "anchor",
+    *,
+    policies: Sequence[str] | None = None,
+    workers: int = 2,
+    limit: int | None = None,
+    progress: bool = True,
+    overrides: dict[str, str] | None = None,
+    flush_every: int = 16,
+) -> JudgeSummary:
+    started = time.perf_counter()
+    run = Run(run_path)
+    judge = make_judge(spec, **(overrides or {}))
+    if (
+        hasattr(judge, "params")
+        and hasattr(judge.params, "cache_dir")
+        and not getattr(judge.params, "cache_dir", None)
+    ):
+        from dataclasses import replace
+
+        judge = type(judge)(replace(judge.params, cache_dir=str(run.path / "llm-cache")))
+    summary = JudgeSummary(judge.label)
+    works, summary.skipped = plan_work(run, judge.label, policies, limit)
+    folder = run.path / "verdicts" / slug(judge.label)
+    total = sum(len(w.views) for w in works)
+    bar = tqdm(total=total, unit="verdict", desc=f"judge {judge.name}", disable=not progress)
+
+    def record(rows: Iterable[dict[str, Any]]) -> None:
+        rows = list(rows)
+        _write_part(rows, folder)
+        for r in rows:
+            summary.judged += 1
+            summary.labels[r["label"]] += 1
+            if r["unscored_reason"]:
+                summary.unscored[r["unscored_reason"][:80]] += 1
+            summary.usd += r["usd"] or 0.0
+            summary.calls += 0 if r["cache_hit"] else (r["calls"] or 0)
+            summary.cache_hits += 1 if r["cache_hit"] else 0
+        bar.update(len(rows))
+
+    if total:
+        if judge.concurrent:
+            _run_threaded(run, judge, works, record, flush_every)
+        else:
+            _run_processes(run, judge, works, record, workers)
+    bar.close()
+    judge.close()
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _run_processes(
+    run: Run,
+    judge: Judge,
+    works: list[Work],
+    record: Callable[[Iterable[dict[str, Any]]], None],
+    workers: int,
+) -> None:
+    state = judge.corpus_state(run.corpus)
+    spec = judge.describe()
+    chunks: list[list[Work]] = []
+    size = 0
+    for w in works:
+        if not chunks or size >= 64:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(w)
+        size += len(w.views)
+    args = [(str(run.path), str(run.corpus.path), spec, state, c) for c in chunks]
+    if workers > 1 and len(chunks) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for fut in as_completed([pool.submit(_judge_chunk, *a) for a in args]):
+                record(fut.result())
+    else:
+        for a in args:
+            record(_judge_chunk(*a))
+
+
+def _run_threaded(
+    run: Run,
+    judge: Judge,
+    works: list[Work],
+    record: Callable[[Iterable[dict[str, Any]]], None],
+    flush_every: int,
+) -> None:
+    corpus = run.corpus
+    judge.use_state(judge.corpus_state(corpus))
+    sidecar = SidecarStore(run.path / "sidecar")
+    name = run.path.name
+    concurrency = int(getattr(judge.params, "concurrency", 4) or 4)
+    pending: list[dict[str, Any]] = []
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        for sid, messages in corpus.iter_sessions([w.session_id for w in works]):
+            work = next(w for w in works if w.session_id == sid)
+            futures = {
+                pool.submit(judge.judge, item): item for item in inputs_for(work, messages, sidecar)
+            }
+            for fut in as_completed(futures):
+                item = futures[fut]
+                try:
+                    verdict = fut.result()
+                except Exception as e:  # a judge bug must not lose the rest of the run
+                    verdict = Verdict.unscored(f"judge error: {type(e).__name__}: {e}")
+                pending.append(verdict_row(name, item, judge, verdict))
+                if len(pending) >= flush_every:
+                    record(pending)
+                    pending = []
+    record(pending)

@@ -1,0 +1,91 @@
+"""The ground truth of a synthetic corpus, as a judge.
+
+Synthetic sessions record every dependency they plant: the exact anchor, the message that
+introduces it, the future message that needs it, and its failure category. For a case, the active
+dependencies are those introduced in the prefix and needed inside the future; each is available
+(in the view), recoverable (in an archive whose pointer is visible) or lost. A dependency lost
+because its archive has no visible route is filed under recovery routing, whatever it planted.
+
+It knows where every dependency is, so it is the reference the anchor and LLM judges are
+calibrated against (``ctxreplay calibrate RUN --judge anchor --against truth``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ..replay.sidecar import payload_messages
+from .base import Judge, JudgeInput, Loss, Verdict, judge
+
+
+def _text(item_messages) -> str:  # noqa: ANN001 - any iterable of messages
+    return "\n".join(s for m in item_messages for p in m.parts for s in p.token_texts())
+
+
+@judge("truth")
+class TruthJudge(Judge):
+    """Planted ground truth of ``ctxreplay synth`` corpora (not available for real traces)."""
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self.truth: dict[str, list[dict[str, Any]]] = {}
+
+    def corpus_state(self, corpus: Any) -> dict[str, list[dict[str, Any]]]:
+        frame = corpus.ground_truth()
+        by_session: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in frame.iter_rows(named=True):
+            by_session[row["session_id"]].append(row)
+        return dict(by_session)
+
+    def use_state(self, state: Any) -> None:
+        self.truth = state or {}
+
+    def judge(self, item: JudgeInput) -> Verdict:
+        if not self.truth:
+            return Verdict.unscored("the corpus has no ground truth (only synthetic corpora do)")
+        cut = item.prefix[-1].seq + 1 if item.prefix else 0
+        if item.future:
+            cut = item.future[0].seq
+        end = item.future[-1].seq + 1 if item.future else cut
+        active = [
+            d
+            for d in self.truth.get(item.session_id, ())
+            if d["source_seq"] < cut <= d["need_seq"] < end
+        ]
+        view_text = _text(item.view)
+        visible, hidden = [], []
+        for a in item.archives:
+            body = "\n".join(
+                s
+                for _, _, parts in payload_messages(a.payload)
+                for p in parts
+                for s in p.token_texts()
+            )
+            (visible if a.pointer_visible and a.ref[:23] in view_text else hidden).append(body)
+        shown, unrouted = "\n".join(visible), "\n".join(hidden)
+        losses, recoverable = [], 0
+        for d in active:
+            if d["anchor"] in view_text:
+                continue
+            if d["anchor"] in shown:
+                recoverable += 1
+                continue
+            category = "recovery_routing" if d["anchor"] in unrouted else d["category"]
+            losses.append(
+                Loss(
+                    category,
+                    d["anchor"],
+                    None,
+                    d["need_seq"],
+                    f"planted {d['dep_id']}: {d['note'] or ''}",
+                )
+            )
+        label = "impact" if losses else "no_impact"
+        return Verdict(
+            label,
+            tuple(losses),
+            f"{len(active)} planted dependencies active",
+            len(active),
+            recoverable,
+        )

@@ -1,0 +1,157 @@
+"""The anchor judge on hand-built cases: which dependency, which status, which category."""
+
+from __future__ import annotations
+
+import pytest
+from builders import call, count, counted, result, say, system, user
+
+from ctxreplay.judges.anchor import AnchorJudge
+from ctxreplay.judges.anchors import extract
+from ctxreplay.judges.base import Archived, JudgeInput
+from ctxreplay.replay.objects import build_index
+from ctxreplay.replay.plan import Edit, Plan, rehearse
+from ctxreplay.replay.view import commit
+
+BODY = "\n".join(
+    f"{i:3d}  def handler_{i}(request): return route(request, {i})" for i in range(1, 80)
+)
+SPAN = " 40  def handler_40(request): return route(request, 40)"
+
+
+def session() -> list:
+    return counted(
+        [
+            system(),
+            user("Refund order ORD-88213-KX. Never email the customer before the refund clears."),
+            call("c1", "get_order", {"order_id": "ORD-88213-KX"}),
+            result(
+                "c1",
+                '{"order": "ORD-88213-KX", "total": "1,284.50", "tracking": "https://track.example.com/p/ZX81"}',
+            ),
+            call("c2", "read_file", {"path": "src/refunds/handlers.py"}),
+            result("c2", BODY),
+            call("c3", "run_tests", {"target": "tests/"}),
+            result(
+                "c3",
+                "FAILED test_refund - ValueError: amount 1,284.50 exceeds cap 1,000.00",
+                error=True,
+            ),
+            call("c4", "read_config", {"name": "limits"}),
+            result("c4", "cap = 1000.00"),
+            call("c5", "read_config", {"name": "limits"}),
+            result("c5", "cap = 2500.00 (raised 10:42)"),
+            user("Go ahead."),
+            # --- future from here (index 12 is the cut) ---
+            call(
+                "c6",
+                "edit_file",
+                {"path": "src/refunds/handlers.py", "old_str": SPAN, "new_str": "x"},
+            ),
+            result("c6", "ok"),
+            say(
+                "Refunded 1,284.50 under cap 2500.00; tracking https://track.example.com/p/ZX81. "
+                "I will not email the customer before the refund clears."
+            ),
+        ]
+    )
+
+
+def judge_view(*edits: Edit, fut_from: int = 13) -> tuple:
+    msgs = session()
+    prefix, future = tuple(msgs[:fut_from]), tuple(msgs[fut_from:])
+    index = build_index(prefix, count)
+    view = commit(rehearse(Plan.of(*edits), index, prefix), prefix, index, count)
+    item = JudgeInput(
+        "case",
+        "s",
+        "p",
+        prefix,
+        view.messages,
+        future,
+        index,
+        dict(view.actions),
+        tuple(
+            Archived(a.ref, a.object_id, a.pointer_visible, a.payload, a.handle)
+            for a in view.archives
+        ),
+    )
+    return AnchorJudge().judge(item), index
+
+
+def test_noop_view_has_no_impact_and_finds_the_dependencies() -> None:
+    verdict, _ = judge_view()
+    assert verdict.label == "no_impact" and verdict.losses == ()
+    # span, amount, cap from the latest config, tracking URL, the constraint; the order id and
+    # the path are re-said in the future call itself but come first from the prefix too
+    assert verdict.dependencies >= 5
+
+
+def test_each_loss_gets_its_category() -> None:
+    verdict, _ = judge_view(
+        Edit("function:get_order:1", "prune"),
+        Edit("function:read_file:2", "mask", head=200, tail=200),
+        Edit("function:read_config:5", "prune"),
+        Edit("function:run_tests:3", "prune"),
+    )
+    got = {(loss.category, loss.anchor) for loss in verdict.losses}
+    assert ("locator_handle", "https://track.example.com/p/ZX81") in got
+    assert ("verbatim_source", SPAN.strip()) in got
+    assert ("live_state", "2500.00") in got  # only in the latest of two identical reads
+    assert verdict.label == "impact"
+    # 1,284.50 was in the order result and the error output, both pruned
+    assert any(loss.anchor == "1,284.50" for loss in verdict.losses)
+
+
+def test_removed_user_constraint_is_a_behavioural_contract_loss() -> None:
+    verdict, _ = judge_view(Edit("conversation:user:1", "prune"))
+    cats = {loss.category for loss in verdict.losses}
+    assert "behavioural_contract" in cats
+    contract = next(loss for loss in verdict.losses if loss.category == "behavioural_contract")
+    assert (
+        contract.anchor.startswith("Never email the customer")
+        and contract.source_object == "conversation:user:1"
+    )
+
+
+def test_fold_with_visible_pointer_is_recoverable_and_without_route_is_routing_loss() -> None:
+    verdict, _ = judge_view(Edit("function:get_order:1", "fold"))
+    assert verdict.label == "no_impact" and verdict.recoverable >= 1
+    verdict, _ = judge_view(
+        Edit("function:get_order:1", "fold", note="order looked up", route=False)
+    )
+    assert {loss.category for loss in verdict.losses} == {"recovery_routing"}
+
+
+def test_reobtained_anchor_is_not_a_dependency() -> None:
+    msgs = session()
+    msgs.insert(
+        13, result("c6", "https://track.example.com/p/ZX81")
+    )  # not valid as a pair; only text matters
+    # re-obtained: the future's tool output shows the URL before the agent uses it
+    prefix, future = tuple(msgs[:13]), tuple(msgs[13:])
+    index = build_index(prefix, count)
+    view = commit(
+        rehearse(Plan.of(Edit("function:get_order:1", "prune")), index, prefix),
+        prefix,
+        index,
+        count,
+    )
+    item = JudgeInput("c", "s", "p", prefix, view.messages, future, index, dict(view.actions))
+    verdict = AnchorJudge().judge(item)
+    assert all(loss.anchor != "https://track.example.com/p/ZX81" for loss in verdict.losses)
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        ("see https://a.example.org/x?y=1.", {"url"}),
+        ("id ORD-88213-KX and user mia_li_3668", {"id"}),
+        ("mail bob.smith@example.com", {"email"}),
+        ("file /var/log/app/run-8f2a.log", {"path"}),
+        ("commit 3fa2c91e4b", {"hash"}),
+        ("total 1,284,331.07 and 412.7 ms", {"number"}),
+        ("3 items, 42 rows, in 2024", set()),  # trivial numbers and years
+    ],
+)
+def test_extraction_kinds(text: str, kinds: set[str]) -> None:
+    assert {a.kind for a in extract(text)} == kinds

@@ -1,0 +1,47 @@
+"""Judging a run: one verdict per (case, policy, judge), resumable, calibrated against truth."""
+
+from __future__ import annotations
+
+import polars as pl
+from click.testing import CliRunner
+
+from ctxreplay.cli import main
+from ctxreplay.judges.engine import read_verdicts, run_judge
+from ctxreplay.replay.engine import run_replay
+
+POLICIES = ["noop", "oldest-turn", "tool-prune", "hybrid:summarize_after=4,keep_recent=2"]
+
+
+def test_judge_resume_and_one_verdict_per_pair(synth_corpus, synth_cases, tmp_path) -> None:
+    run = tmp_path / "run"
+    replay = run_replay(synth_corpus, synth_cases, POLICIES, run, workers=1, progress=False)
+    pairs = replay.cases * len(POLICIES)
+    part = run_judge(run, "anchor", limit=7, progress=False, workers=1)
+    assert part.judged == 7
+    rest = run_judge(run, "anchor", progress=False)
+    assert rest.skipped == 7 and rest.judged == pairs - 7
+    again = run_judge(run, "anchor", progress=False)
+    assert again.judged == 0 and again.skipped == pairs
+    verdicts = read_verdicts(run, "anchor")
+    assert verdicts.height == pairs
+    assert verdicts.select("policy", "case_id").is_duplicated().sum() == 0
+    noop = verdicts.filter(pl.col("policy") == "noop")
+    assert (noop["label"] == "no_impact").all()  # nothing removed, nothing lost
+    assert verdicts.filter(pl.col("policy") == "oldest-turn")["label"].to_list().count("impact") > 0
+
+
+def test_calibrate_against_truth_cli(synth_corpus, synth_cases, tmp_path) -> None:
+    run = tmp_path / "run"
+    run_replay(synth_corpus, synth_cases, POLICIES, run, workers=1, progress=False)
+    runner = CliRunner()
+    judged = runner.invoke(main, ["judge", str(run), "--quiet"])
+    assert judged.exit_code == 0, judged.output
+    assert "no_impact" in judged.output
+    out = runner.invoke(main, ["calibrate", str(run), "--judge", "anchor", "--against", "truth"])
+    assert out.exit_code == 0, out.output
+    assert "Cohen's kappa" in out.output and "sensitivity" in out.output
+    truth = read_verdicts(run, "truth")
+    assert truth.height == read_verdicts(run, "anchor").height
+    # a judge with no verdicts yet is an error with the command to run
+    missing = runner.invoke(main, ["calibrate", str(run), "--judge", "llm", "--against", "truth"])
+    assert missing.exit_code == 2 and "ctxreplay judge" in missing.output
