@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from builders import call, count, counted, result, say, system, user
 
+from builders import call, count, counted, result, say, system, user
 from ctxreplay.judges.anchor import AnchorJudge
 from ctxreplay.judges.anchors import extract
 from ctxreplay.judges.base import Archived, JudgeInput

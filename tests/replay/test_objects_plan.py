@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from builders import coding_session, count
-
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
 

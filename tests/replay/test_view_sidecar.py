@@ -6,8 +6,8 @@ import hashlib
 import json
 
 import pytest
-from builders import coding_session, count
 
+from builders import coding_session, count
 from ctxreplay.datasets.openai_format import to_openai
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse

@@ -37,7 +37,7 @@ from .anchors import (
     shared_phrase,
     spans,
 )
-from .base import JudgeInput, Judge, Loss, Verdict, judge
+from .base import Judge, JudgeInput, Loss, Verdict, judge
 
 
 def message_text(m: Message) -> str:

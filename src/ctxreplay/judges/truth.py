@@ -19,7 +19,7 @@ from ..replay.sidecar import payload_messages
 from .base import Judge, JudgeInput, Loss, Verdict, judge
 
 
-def _text(item_messages) -> str:  # noqa: ANN001 - any iterable of messages
+def _text(item_messages) -> str:
     return "\n".join(s for m in item_messages for p in m.parts for s in p.token_texts())
 
 
