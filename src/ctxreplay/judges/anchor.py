@@ -128,6 +128,12 @@ class AnchorJudge(Judge):
             always_parts.append(message_text(prefix[latest.messages[0]]))
         always = "\n".join(always_parts)
         texts = [message_text(m) for m in prefix]
+        # long verbatim spans depend on editable bodies (tool output, the user's words, what a
+        # call wrote), not on the agent repeating its own earlier prose
+        bodies = [
+            "\n".join(p.arguments or "" for p in m.parts if p.type == "tool_call") if m.role == "assistant" else t
+            for m, t in zip(prefix, texts, strict=True)
+        ]
         owner = owner_of(index)
         contract_sources = self._contract_sentences(prefix, index)
         deps: list[Dependency] = []
@@ -145,9 +151,8 @@ class AnchorJudge(Judge):
             for a in candidates:
                 if a.text in seen or a.text in always or a.text in self.common or a.text in got:
                     continue
-                source = next(
-                    (i for i in range(len(texts) - 1, -1, -1) if a.text in texts[i]), None
-                )
+                where = bodies if a.kind in ("span", "quote") else texts
+                source = next((i for i in range(len(where) - 1, -1, -1) if a.text in where[i]), None)
                 if source is None:
                     continue
                 seen.add(a.text)

@@ -246,11 +246,28 @@ _STOP = frozenset(
 )
 
 
+_IMPERATIVE = re.compile(
+    r"^(?:(?:please|also|and|but|so|now|from now on|going forward),?\s+)*"
+    r"(?:never|always|do not|don't|dont|make sure|ensure|avoid|only|stick to|keep|use|stop)\b",
+    re.IGNORECASE,
+)
+_ASKED = re.compile(r"\b(?:i|we)\s+(?:want|need|would like|'d like|expect)\s+you\s+to\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|we|we're|we've|my|our)\b", re.IGNORECASE)
+
+
+def is_constraint(sentence: str) -> bool:
+    """A standing instruction to the agent — not a question, not a statement about oneself."""
+    s = sentence.strip()
+    if len(s.split()) < 3 or s.endswith("?"):
+        return False
+    if _IMPERATIVE.search(s) or _ASKED.search(s):
+        return True
+    return bool(CONSTRAINT.search(s)) and not _FIRST_PERSON.match(s)
+
+
 def constraints(text: str) -> list[str]:
     """Sentences of a user message that state a standing constraint."""
-    return [
-        s.strip() for s in _SENTENCE.findall(text) if CONSTRAINT.search(s) and len(s.split()) >= 3
-    ]
+    return [s.strip() for s in _SENTENCE.findall(text) if is_constraint(s)]
 
 
 def key_terms(sentence: str) -> list[str]:
