@@ -379,7 +379,7 @@ def judge_cmd(
             workers=workers,
             limit=limit,
             progress=not quiet,
-            overrides={k: v for k, v in overrides.items() if v is not None},
+            overrides=overrides,
         )
     except (RunError, UnknownPluginError, ValueError) as e:
         _fail(str(e), 2)
@@ -472,6 +472,14 @@ def _open_corpus(path: Path):
     except CorpusError as e:
         _fail(str(e), 2)
 
+
+def _attach_local_model() -> None:
+    from .llm.cli import local_model
+
+    main.add_command(local_model)
+
+
+_attach_local_model()
 
 if __name__ == "__main__":
     main()

@@ -8,8 +8,13 @@ I1  the anchor is in the source (user text or tool result) and in the need (assi
 I2  it is in no other message before the need (system prompt included);
 I3  it is non-trivial and unique in the session, and has its category's shape;
 I4  category purity: plain sources are first-of-their-kind, not errors and announce no route;
-    live state comes from the latest of a family or the current error; recovery anchors are
-    announced routes that a later call follows.
+    live state comes from the latest of a family or the current error (and only live state ever
+    comes from an errored result); recovery anchors are announced routes that a later call
+    follows; a contract comes from a user turn that is no longer the latest one at its need.
+
+Standing rules: besides its first-turn constraints, every session has a contract that the user
+adds in the 2nd to 4th user turn, in a sentence the anchor judge recognises as a constraint, with
+a distinctive key phrase, honoured at least one full user turn later.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from ctxreplay.datasets.messages import Message, Session
 from ctxreplay.datasets.schema import CATEGORIES
 from ctxreplay.datasets.store import Corpus
 from ctxreplay.datasets.synth import WORKLOADS, build_session, generate, workload_for
+from ctxreplay.datasets.synth.builder import Dep, SessionBuilder, check_dependencies
 from ctxreplay.datasets.validate import validate_session
+from ctxreplay.judges.anchors import constraints, shared_phrase
 
 N = 20
 EPOCH = "1700000000"
@@ -186,6 +193,8 @@ def row_problems(messages: list[Message], row: dict[str, Any]) -> list[str]:
             bad.append("I4: contract not honoured in assistant text")
         if not any(messages[k].is_user_turn for k in range(s + 1, n)):
             bad.append("I4: need is in the contract's own (latest) user turn")
+    if cat != "live_state" and src.is_error:
+        bad.append("I4: only live state may come from an errored result")
     if cat == "live_state":
         same = [k for k in results if s in fam and fam[k] == fam[s]]
         errors = [k for k in results if messages[k].is_error]
@@ -342,3 +351,89 @@ def test_cli_synth(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "planted dependencies" in result.output
     assert Corpus(tmp_path / "c").ground_truth().height > 0
+
+
+# --- standing rules and the current blocker -------------------------------------------------------
+
+
+def user_turns(messages: list[Message]) -> list[int]:
+    return [i for i, m in enumerate(messages) if m.is_user_turn]
+
+
+def distinctive(phrase: str) -> bool:
+    """Two or more content words, or one code-like token."""
+    plain = {"the", "and", "any", "all", "you", "your", "our", "not", "for", "with", "from"}
+    words = [w for w in re.findall(r"[A-Za-z]{3,}", phrase) if w.lower() not in plain]
+    code = [t for t in phrase.split() if re.search(r"[A-Za-z]", t) and re.search(r"[\d_/.]", t)]
+    return len(words) >= 2 or bool(code)
+
+
+def test_every_session_has_a_mid_session_standing_rule(
+    sessions: dict[str, list[Message]], truth: list[dict[str, Any]]
+) -> None:
+    found: dict[str, int] = defaultdict(int)
+    for r in truth:
+        msgs = sessions[r["session_id"]]
+        turns = user_turns(msgs)
+        if r["category"] != "behavioural_contract" or r["source_seq"] == turns[0]:
+            continue
+        found[r["session_id"]] += 1
+        s, n, a = r["source_seq"], r["need_seq"], r["anchor"]
+        where = f"{r['session_id']} {a!r}"
+        assert s in turns[1:4], f"{where}: not added in the 2nd to 4th user turn"
+        assert sum(1 for k in turns if s < k < n) >= 1, f"{where}: no full user turn before need"
+        # the judge's own constraint finder sees the sentence, and the need repeats its key phrase
+        sentence = next((x for x in constraints(msgs[s].text) if a in x), None)
+        assert sentence is not None, f"{where}: no constraint sentence holds the key phrase"
+        assert distinctive(a), f"{where}: key phrase not distinctive"
+        assert a in msgs[n].text and shared_phrase(sentence, msgs[n].text), where
+    assert set(found) == set(sessions), f"no standing rule in {set(sessions) - set(found)}"
+    assert all(v == 1 for v in found.values())
+
+
+def test_standing_rule_turns_vary_and_no_policy_protected_turn_holds_them(
+    sessions: dict[str, list[Message]], truth: list[dict[str, Any]]
+) -> None:
+    positions = set()
+    for r in truth:
+        turns = user_turns(sessions[r["session_id"]])
+        if r["category"] == "behavioural_contract" and r["source_seq"] != turns[0]:
+            positions.add(turns.index(r["source_seq"]) + 1)
+            assert r["source_seq"] != turns[-1]
+    assert positions <= {2, 3, 4} and len(positions) >= 2
+
+
+def test_coding_plants_the_current_blocker(
+    sessions: dict[str, list[Message]], truth: list[dict[str, Any]]
+) -> None:
+    coding = {sid for sid in sessions if sid.startswith("synth-coding-")}
+    assert coding
+    blockers: set[str] = set()
+    for r in truth:
+        if r["session_id"] not in coding or r["category"] != "live_state":
+            continue
+        msgs = sessions[r["session_id"]]
+        src, need = msgs[r["source_seq"]], msgs[r["need_seq"]]
+        fam = families(msgs)
+        same = [k for k in fam if k <= r["source_seq"] and fam[k] == fam[r["source_seq"]]]
+        if src.is_error and same == [r["source_seq"]]:  # first of its family: the error form
+            errors = [k for k in range(r["need_seq"]) if msgs[k].is_error]
+            assert errors[-1] == r["source_seq"]
+            assert f"E       {r['anchor']}" in result_text(src)  # the exact error line
+            assert f"`{r['anchor']}`" in need.text
+            blockers.add(r["session_id"])
+    assert blockers == coding
+
+
+def test_check_dependencies_requires_the_standing_rule() -> None:
+    import random
+
+    b = SessionBuilder(random.Random("7:0"), "coding")
+    WORKLOADS["coding"](b)
+    assert b.rule_seq is not None and not check_dependencies(b.messages, b.deps)
+    first = next(i for i, m in enumerate(b.messages) if m.is_user_turn)
+    without = [d for d in b.deps if d.category != "behavioural_contract" or d.source_seq == first]
+    assert any("standing rule" in p for p in check_dependencies(b.messages, without))
+    rule = next(d for d in b.deps if d not in without)
+    same_turn = Dep(rule.category, rule.anchor, rule.source_seq, rule.source_seq + 1, rule.note)
+    assert check_dependencies(b.messages, [*without, same_turn])

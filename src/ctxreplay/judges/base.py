@@ -9,6 +9,7 @@ denominator — it never counts as either).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -101,13 +102,23 @@ class Judge:
     Params: ClassVar[type] = NoParams
     #: judges that call models are run concurrently by the engine
     concurrent: ClassVar[bool] = False
+    #: parameters that change how a judge runs, not what it decides: left out of its label, so
+    #: verdicts survive a new endpoint URL, concurrency or cache folder
+    operational: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()
 
     @property
     def label(self) -> str:
-        return params_label(self.name, self.params)
+        if not self.operational:
+            return params_label(self.name, self.params)
+        defaults = self.Params()
+        kept = {
+            f.name: getattr(self.params, f.name) if f.name not in self.operational else getattr(defaults, f.name)
+            for f in dataclasses.fields(self.params)
+        }
+        return params_label(self.name, type(self.params)(**kept))
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "label": self.label, "params": params_to_dict(self.params)}

@@ -298,11 +298,8 @@ def run_judge(
     started = time.perf_counter()
     run = Run(run_path)
     judge = make_judge(spec, **(overrides or {}))
-    if (
-        hasattr(judge, "params")
-        and hasattr(judge.params, "cache_dir")
-        and not getattr(judge.params, "cache_dir", None)
-    ):
+    if getattr(judge.params, "cache_dir", None) == "auto":
+        # a run keeps its own response cache: a killed run resumes from it without paying twice
         from dataclasses import replace
 
         judge = type(judge)(replace(judge.params, cache_dir=str(run.path / "llm-cache")))
@@ -333,6 +330,72 @@ def run_judge(
     bar.close()
     judge.close()
     summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def write_batch(
+    run_path: str | os.PathLike[str],
+    spec: str | Judge,
+    out: str | os.PathLike[str],
+    *,
+    policies: Sequence[str] | None = None,
+    overrides: dict[str, str] | None = None,
+) -> int:
+    """Write an OpenAI Batch API input file for every pair not judged yet (LLM judges)."""
+    from ..llm.batch import write_batch_input
+
+    run = Run(run_path)
+    judge = make_judge(spec, **(overrides or {}))
+    if not hasattr(judge, "request_for"):
+        raise ValueError(f"judge {judge.name} does not call a model; run it directly")
+    works, _ = plan_work(run, judge.label, policies)
+    sidecar = SidecarStore(run.path / "sidecar")
+    judge.use_state(judge.corpus_state(run.corpus))
+
+    def requests() -> Iterator[tuple[str, dict[str, Any]]]:
+        for sid, messages in run.corpus.iter_sessions([w.session_id for w in works]):
+            work = next(w for w in works if w.session_id == sid)
+            for item in inputs_for(work, messages, sidecar):
+                yield judge.request_for(item)  # type: ignore[attr-defined]
+
+    return write_batch_input(requests(), out)
+
+
+def ingest_batch(
+    run_path: str | os.PathLike[str],
+    spec: str | Judge,
+    outputs: Sequence[str | os.PathLike[str]],
+    *,
+    policies: Sequence[str] | None = None,
+    overrides: dict[str, str] | None = None,
+) -> JudgeSummary:
+    """Verdicts from Batch API output (and error) files, joined on custom_id. A pair the
+    outputs do not answer stays unjudged, so a later ingest or a direct run can fill it."""
+    from ..llm.batch import read_batch_output
+
+    started = time.perf_counter()
+    run = Run(run_path)
+    judge = make_judge(spec, **(overrides or {}))
+    results = read_batch_output(*outputs)
+    works, skipped = plan_work(run, judge.label, policies)
+    sidecar = SidecarStore(run.path / "sidecar")
+    summary = JudgeSummary(judge.label, skipped=skipped)
+    rows = []
+    for sid, messages in run.corpus.iter_sessions([w.session_id for w in works]):
+        work = next(w for w in works if w.session_id == sid)
+        for item in inputs_for(work, messages, sidecar):
+            body = results.get(judge.custom_id(item))  # type: ignore[attr-defined]
+            if body is None:
+                continue
+            verdict = judge.verdict_from_body(item, body)  # type: ignore[attr-defined]
+            rows.append(verdict_row(run.path.name, item, judge, verdict))
+            summary.labels[verdict.label] += 1
+            if verdict.label == "unscored" and verdict.reason:
+                summary.unscored[verdict.reason[:80]] += 1
+    _write_part(rows, run.path / "verdicts" / slug(judge.label))
+    summary.judged = len(rows)
+    summary.seconds = time.perf_counter() - started
+    judge.close()
     return summary
 
 

@@ -85,7 +85,8 @@ class LLMJudgeParams:
     #: tariff name from the tariffs file; "" → the model's own name when it has a tariff
     tariff: str = ""
     tariffs_path: str = ""
-    max_prompt_tokens: int = 5000
+    #: counted with o200k; SmolLM2's tokenizer needs ~1.4x as many, so 4000 fits its 8192
+    max_prompt_tokens: int = 4000
     #: the strictest structured-output form to ask for (the client steps down when refused)
     response_format: Literal["json_schema", "json_object", "text"] = "json_schema"
     tokenizer: str = "o200k_base"
@@ -141,6 +142,9 @@ class LLMJudge(Judge):
 
     Params = LLMJudgeParams
     concurrent: ClassVar[bool] = True
+    operational: ClassVar[frozenset[str]] = frozenset(
+        {"base_url", "api_key_env", "timeout", "max_retries", "concurrency", "cache_dir", "tariff", "tariffs_path"}
+    )
 
     def __init__(self, params: LLMJudgeParams | None = None) -> None:
         super().__init__(params)
@@ -298,6 +302,5 @@ class LLMJudge(Judge):
             verdict,  # type: ignore[arg-type]
             losses=tuple(out),
             reason=explanation[:1000] or None,
-            dependencies=len(out),
             **common,
         )

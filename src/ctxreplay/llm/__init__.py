@@ -8,42 +8,40 @@
 - :class:`LocalModelServer` — SmolLM2-135M served offline by xllamacpp, for tests and demos.
 """
 
-from .batch import read_batch_output, write_batch_input
-from .cache import ResponseCache, default_cache_dir, request_key
-from .client import (
-    Completion,
-    EndpointLimiter,
-    ModelCallError,
-    ModelClient,
-    TokenUsage,
-    ToolCall,
-    endpoint_limiter,
-    endpoint_quirks,
-    forget_endpoints,
-    parse_json_answer,
-    retry_after_seconds,
-)
-from .local import LocalModelServer, LocalModelUnavailable, find_gguf, local_model_available
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "Completion",
-    "EndpointLimiter",
-    "LocalModelServer",
-    "LocalModelUnavailable",
-    "ModelCallError",
-    "ModelClient",
-    "ResponseCache",
-    "TokenUsage",
-    "ToolCall",
-    "default_cache_dir",
-    "endpoint_limiter",
-    "endpoint_quirks",
-    "find_gguf",
-    "forget_endpoints",
-    "local_model_available",
-    "parse_json_answer",
-    "read_batch_output",
-    "request_key",
-    "retry_after_seconds",
-    "write_batch_input",
-]
+#: public name → the submodule defining it; imported on first use so that the CLI (and anything
+#: else that does not call a model) starts without loading the openai client
+_EXPORTS = {
+    "read_batch_output": "batch",
+    "write_batch_input": "batch",
+    "ResponseCache": "cache",
+    "default_cache_dir": "cache",
+    "request_key": "cache",
+    "Completion": "client",
+    "EndpointLimiter": "client",
+    "ModelCallError": "client",
+    "ModelClient": "client",
+    "TokenUsage": "client",
+    "ToolCall": "client",
+    "endpoint_limiter": "client",
+    "endpoint_quirks": "client",
+    "forget_endpoints": "client",
+    "parse_json_answer": "client",
+    "retry_after_seconds": "client",
+    "LocalModelServer": "local",
+    "LocalModelUnavailable": "local",
+    "find_gguf": "local",
+    "local_model_available": "local",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

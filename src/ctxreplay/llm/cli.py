@@ -6,7 +6,7 @@ listens, wait for Ctrl-C.
 
 from __future__ import annotations
 
-import threading
+import time
 
 import click
 
@@ -46,7 +46,8 @@ def serve(port: int, n_ctx: int, threads: int | None, parallel: int, verbose: bo
         err=True,
     )
     try:
-        threading.Event().wait()
+        while True:  # short sleeps keep the main thread ready for Ctrl-C
+            time.sleep(0.25)
     except KeyboardInterrupt:
         pass
     finally:

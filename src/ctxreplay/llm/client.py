@@ -384,6 +384,7 @@ class ClientStats:
     calls: int = 0  # complete() calls
     http_requests: int = 0
     cache_hits: int = 0
+    cache_write_errors: int = 0
     errors: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -633,7 +634,11 @@ class ModelClient:
             self.stats.cached_tokens += completion.usage.cached_tokens or 0
             self.stats.usd += completion.usd or 0.0
         if self.cache is not None:
-            self.cache.put(key, completion.to_record())
+            try:
+                self.cache.put(key, completion.to_record())
+            except OSError:  # a full or read-only disk costs a re-call later, not this answer
+                with self._stats_lock:
+                    self.stats.cache_write_errors += 1
         return completion
 
     def _redact(self, text: str) -> str:

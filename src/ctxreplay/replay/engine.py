@@ -75,6 +75,9 @@ FIGURES = pa.schema(
         ("planner_prompt_tokens", pa.int64()),
         ("planner_completion_tokens", pa.int64()),
         ("planner_usd", pa.float64()),
+        ("planner_prompt_hash", pa.string()),
+        ("planner_params", pa.string()),  # JSON: the parameters actually sent to the model
+        ("planner_cache_hit", pa.bool_()),
         ("n_archives", pa.int32()),
         ("requests", pa.int32()),
         ("input_baseline", pa.int64()),
@@ -290,6 +293,9 @@ def outcome_rows(
         "planner_prompt_tokens": planner.get("prompt_tokens"),
         "planner_completion_tokens": planner.get("completion_tokens"),
         "planner_usd": planner.get("usd"),
+        "planner_prompt_hash": planner.get("prompt_hash"),
+        "planner_params": json.dumps(planner["params_sent"], sort_keys=True) if planner.get("params_sent") else None,
+        "planner_cache_hit": planner.get("cache_hit"),
         "n_archives": len(view.archives),
         **cost.as_row(),
     }

@@ -1,0 +1,59 @@
+"""Reports on a judged run: tables, statistics, the trade-off plot, renderings and exports.
+
+>>> from ctxreplay.reports import build_report
+>>> report = build_report("RUN", judge="anchor")  # doctest: +SKIP
+>>> report.no_impact  # polars frame: policy, n, pruning_pct, no_impact_pct, CIs  # doctest: +SKIP
+>>> print(report.render("terminal"))  # doctest: +SKIP
+>>> report.save("report.html")  # one self-contained file  # doctest: +SKIP
+
+Modules: ``stats`` (Wilson, cluster bootstrap, McNemar, Holm), ``tables`` (frames and
+``Report``), ``plot`` (trade-off PNG), ``render`` (terminal, markdown, csv, json, html),
+``exports`` (OTel ``gen_ai.evaluation.result`` events, Phoenix Parquet, Langfuse scores).
+"""
+
+from __future__ import annotations
+
+from .exports import FORMATS as EXPORT_FORMATS
+from .exports import ExportSummary, export_verdicts, verdict_records
+from .plot import tradeoff_plot
+from .render import FORMATS, RenderError, render, save
+from .stats import (
+    BootstrapInterval,
+    HolmResult,
+    McNemarResult,
+    Proportion,
+    cluster_bootstrap_mean,
+    holm,
+    mcnemar,
+    mcnemar_exact,
+    paired_bootstrap_diff,
+    wilson,
+)
+from .tables import Report, ReportError, audit, build_report, show_command
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "FORMATS",
+    "BootstrapInterval",
+    "ExportSummary",
+    "HolmResult",
+    "McNemarResult",
+    "Proportion",
+    "RenderError",
+    "Report",
+    "ReportError",
+    "audit",
+    "build_report",
+    "cluster_bootstrap_mean",
+    "export_verdicts",
+    "holm",
+    "mcnemar",
+    "mcnemar_exact",
+    "paired_bootstrap_diff",
+    "render",
+    "save",
+    "show_command",
+    "tradeoff_plot",
+    "verdict_records",
+    "wilson",
+]

@@ -7,6 +7,10 @@ result), occurs in no other message before ``need_seq``, and message ``need_seq`
 or tool-call arguments) uses it verbatim. So for every cut ``c`` with ``source_seq < c <=
 need_seq`` the source message is the only place in the prefix that holds what the future needs.
 
+Every session also holds a standing rule the user adds mid-session (in the 2nd to 4th user turn,
+at least one user turn before the assistant message that honours it), so a policy that keeps the
+first and the latest user turn can still lose a ``behavioural_contract``.
+
 Everything is a pure function of ``seed``: session ``i`` draws from
 ``random.Random(f"{seed}:{i}")`` (and, if that draw fails the invariant check, from
 ``f"{seed}:{i}:{attempt}"``), so the same seed writes byte-identical Parquet files.
@@ -28,7 +32,7 @@ from ..validate import validate_session
 from . import browser, coding, data_entry, docs, sql
 from .builder import Dep, SessionBuilder, check_dependencies
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 #: name → script; each script drives a builder and returns a short task description.
 WORKLOADS: dict[str, Callable[[SessionBuilder], str]] = {
     coding.NAME: coding.build,

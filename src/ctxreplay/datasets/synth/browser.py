@@ -8,7 +8,9 @@ Planted dependencies:
 - ``verbatim_source``: a sentence from the middle of a fetched page, quoted in the brief.
 - ``live_state``: the figure that only the latest fetch of a live tracker page shows.
 - ``recovery_routing``: a long report the harness truncated, read later from its saved copy.
-- ``behavioural_contract``: a citation rule from the first user turn, honoured in the brief.
+- ``behavioural_contract``: a citation rule from the first user turn, honoured in the brief; and
+  a standing rule the user adds in the 2nd to 4th turn ("From now on, write for a non-technical
+  reader"), honoured at the end of the brief.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection
 
-from .builder import SessionBuilder
+from .builder import Rule, SessionBuilder
 from .common import READ_FILE, TRUNCATION_NOTE, middle_spans, tool, tools_block, truncated
 from .vocab import FIRST_NAMES, LAST_NAMES, MONTHS, Prose, long_date, wrap
 
@@ -113,6 +115,31 @@ CONTRACTS = (
      "The brief is under 300 words, as you asked."),
 )  # fmt: skip
 
+#: Standing rules the user adds mid-session; honoured at the end of the brief.
+RULES = (
+    Rule(
+        "From now on, write for a non-technical reader, the brief goes to the board.",
+        "non-technical reader",
+        "It is written for a non-technical reader, as you asked.",
+    ),
+    Rule(
+        "Also, don't use sources from before 2023 from now on, the market changed too much since.",
+        "sources from before 2023",
+        "I used no sources from before 2023.",
+    ),
+    Rule(
+        "One more thing: make sure the brief ends with one open question for the board.",
+        "one open question for the board",
+        "As you asked, I end with one open question for the board: will {sub} still pay off "
+        "once support schemes are phased out?",
+    ),
+    Rule(
+        "Also, from now on avoid hype words like breakthrough or revolution, the client hates that.",
+        "breakthrough or revolution",
+        "I kept out hype words like breakthrough or revolution.",
+    ),
+)
+
 
 def _page(
     rng: random.Random,
@@ -164,6 +191,7 @@ def build(b: SessionBuilder) -> str:
         f"I'm preparing a brief on {t['topic']}. Find recent figures and what experts say, with "
         f"sources. {contract[0]}"
     )
+    b.standing_rule(rng.choice(RULES).format(sub=t["sub"]))
 
     def results(
         n: int, fixed: list[tuple[str, str, str]]
@@ -414,15 +442,18 @@ def build(b: SessionBuilder) -> str:
 
     b.user("Great, please write the brief now, with citations.")
     n = b.say(
-        f"Brief: {t['topic']}\n\n"
-        f"- Scale: {o1} counts {figure} of {t['metric'][0]} at the end of 2024 ({u1}). Country series: {data_url}\n"
-        f"- Outlook: {o2} writes: \u201c{quote}\u201d ({u2})\n"
-        + (
-            f"- Live: the tracker you pointed me to now shows {state['live'][0]}.\n"
-            if "live" in state
-            else ""
-        )  # type: ignore[index]
-        + f"- Counterpoint: {o4} questions {t['sub']} and its costs.\n\n{contract[2]}"
+        (
+            f"Brief: {t['topic']}\n\n"
+            f"- Scale: {o1} counts {figure} of {t['metric'][0]} at the end of 2024 ({u1}). Country series: {data_url}\n"
+            f"- Outlook: {o2} writes: \u201c{quote}\u201d ({u2})\n"
+            + (
+                f"- Live: the tracker you pointed me to now shows {state['live'][0]}.\n"
+                if "live" in state
+                else ""
+            )  # type: ignore[index]
+            + f"- Counterpoint: {o4} questions {t['sub']} and its costs.\n\n{contract[2]} "
+            + b.rule_honour()
+        ).rstrip()
     )
     if "live" in state:
         v2, src = state["live"]  # type: ignore[misc]
@@ -450,4 +481,5 @@ def build(b: SessionBuilder) -> str:
         "sentence from the middle of a fetched page, quoted word for word",
     )
     b.plant("behavioural_contract", contract[1], t1, n, f"user constraint: {contract[0]}")
+    b.plant_rule(n)
     return f"research brief on {t['topic']}"

@@ -6,6 +6,13 @@ result). Each method returns the index (``seq``) of what it appended, so a scrip
 dependency with ``plant(category, anchor, source_seq, need_seq, note)`` once it writes the message
 that needs the anchor.
 
+Standing rules: besides the constraints of its first turn, every session has one ``Rule`` that the
+user adds mid-session ("From now on, never push directly to main."). A script hands it to
+``standing_rule`` early; the builder appends its sentence to the user turn it draws (the 2nd to
+4th), and the script honours it later with ``rule_honour()`` in an assistant message that it
+passes to ``plant_rule``. Policies that keep the first and the latest user turn can still drop
+that turn, so it is the contract whose loss a judge can be calibrated on.
+
 ``check_dependencies`` is the generator's own proof of the ground-truth invariants (I1–I4 of the
 design): a session that fails it is thrown away and rebuilt from the next sub-seed, so a written
 corpus only ever holds rows that satisfy them. The tests check the same invariants with code of
@@ -30,6 +37,37 @@ from .anchors import ALNUM, AnchorPool, json_safe, trivial
 ROUTE = re.compile(r"saved to (/\S+?)(?=[\]\s)]|$)")
 #: Categories whose anchor must come from a plain, first-of-its-kind tool result.
 PLAIN_SOURCE = ("evidence_detail", "locator_handle", "verbatim_source")
+#: The user turns a standing rule may be added in (1 is the first user turn).
+RULE_TURNS = (2, 4)
+#: Words that mark a sentence as a standing constraint (those the anchor judge looks for).
+CONSTRAINT_WORD = re.compile(
+    r"\b(never|always|do not|don't|must|make sure|only|avoid|without|keep the|from now on|"
+    r"at most|at least|no more than|instead of|stick to)\b",
+    re.IGNORECASE,
+)
+#: Words too common to make a contract's key phrase distinctive.
+_PLAIN_WORDS = frozenset(
+    [
+        "the",
+        "and",
+        "any",
+        "all",
+        "you",
+        "your",
+        "our",
+        "not",
+        "for",
+        "with",
+        "from",
+        "that",
+        "this",
+        "are",
+        "was",
+        "has",
+        "have",
+        "its",
+    ]
+)
 #: A verbatim span is at least this long and sits at least this far from both ends of its body.
 VERBATIM_MIN_CHARS = 60
 VERBATIM_MIN_EDGE = 0.30
@@ -42,6 +80,18 @@ class Dep:
     source_seq: int
     need_seq: int
     note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A standing constraint a user adds mid-session, and how the agent later honours it."""
+
+    sentence: str  # the user's words: one sentence with a constraint word (never, from now on, ...)
+    anchor: str  # its key phrase, verbatim in ``sentence`` and in ``honour``
+    honour: str  # an assistant sentence that acts on the rule, quoting ``anchor``
+
+    def format(self, **values: Any) -> Rule:
+        return Rule(*(s.format(**values) for s in (self.sentence, self.anchor, self.honour)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +128,12 @@ class SessionBuilder:
         self.pool = AnchorPool(self.rng)
         self._call_ids: set[str] = set()
         self._carry: list[tuple[str, tuple[str, str, int, str] | None]] = []
+        self._user_turns = 0
+        self.rule: Rule | None = None
+        self._rule_turn = 0
+        #: the user message that added the standing rule (None until it is written)
+        self.rule_seq: int | None = None
+        self._rule_planted = False
         start = datetime(2025, 1, 6, 8, 0, 0) + timedelta(
             days=self.rng.randint(0, 300), minutes=self.rng.randint(0, 600)
         )
@@ -105,7 +161,48 @@ class SessionBuilder:
         return self._append(Message("system", (Part.text(text),), timestamp=self._stamp((0, 0))))
 
     def user(self, text: str) -> int:
-        return self._append(Message("user", (Part.text(text),), timestamp=self._stamp((20, 400))))
+        self._user_turns += 1
+        adds_rule = self.rule is not None and self._user_turns == self._rule_turn
+        if adds_rule:
+            text = f"{text} {self.rule.sentence}"  # type: ignore[union-attr]
+        seq = self._append(Message("user", (Part.text(text),), timestamp=self._stamp((20, 400))))
+        if adds_rule:
+            self.rule_seq = seq
+        return seq
+
+    # --- the standing rule ----------------------------------------------------------------
+    def standing_rule(self, rule: Rule) -> None:
+        """Add ``rule`` to a later user turn, drawn from ``RULE_TURNS``; call before that turn."""
+        if self._user_turns >= RULE_TURNS[0]:
+            raise RuntimeError("standing_rule must be set before the second user turn")
+        self.rule = rule
+        self._rule_turn = self.rng.randint(*RULE_TURNS)
+
+    def rule_due(self) -> bool:
+        """The rule was added, a full user turn has followed, and nothing honoured it yet."""
+        return (
+            self.rule_seq is not None
+            and not self._rule_planted
+            and self.user_turns_since(self.rule_seq) >= 1
+        )
+
+    def rule_honour(self) -> str:
+        """The honouring sentence when the rule is due (else ""); pass the message to
+        ``plant_rule``."""
+        return self.rule.honour if self.rule is not None and self.rule_due() else ""
+
+    def plant_rule(self, need_seq: int) -> None:
+        """Record the rule as a behavioural contract needed by message ``need_seq``."""
+        if self.rule is None or self.rule_seq is None or self._rule_planted:
+            return
+        self._rule_planted = True
+        self.plant(
+            "behavioural_contract",
+            self.rule.anchor,
+            self.rule_seq,
+            need_seq,
+            f"standing rule added in user turn {self._rule_turn}: {self.rule.sentence}",
+        )
 
     def say(self, text: str) -> int:
         """An assistant message with text only (ends the agent's turn, or narrates)."""
@@ -249,6 +346,17 @@ def call_index(messages: Sequence[Message]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+
+
+def distinctive(phrase: str) -> bool:
+    """Two or more content words, or a code-like token (letters with digits, ``_``, ``/``, ``.``)."""
+    content = [w for w in re.findall(r"[A-Za-z]{3,}", phrase) if w.lower() not in _PLAIN_WORDS]
+    code = [t for t in phrase.split() if re.search(r"[A-Za-z]", t) and re.search(r"[\d_/.]", t)]
+    return len(content) >= 2 or bool(code)
+
+
 def check_dependencies(messages: Sequence[Message], deps: Sequence[Dep]) -> list[str]:
     """Every way the planted dependencies break the invariants; empty when they all hold."""
     problems: list[str] = []
@@ -260,6 +368,9 @@ def check_dependencies(messages: Sequence[Message], deps: Sequence[Dep]) -> list
         return calls.get(resp[0].id or "") if resp else None
 
     anchors = [d.anchor for d in deps]
+    first_turn = next((k for k, m in enumerate(messages) if m.is_user_turn), None)
+    if not any(d.category == "behavioural_contract" and d.source_seq != first_turn for d in deps):
+        problems.append("no behavioural_contract from a later user turn (standing rule)")
     for i, d in enumerate(deps):
         tag = f"{d.category} {d.anchor[:40]!r} ({d.source_seq}->{d.need_seq})"
         if d.category not in CATEGORIES:
@@ -324,6 +435,12 @@ def check_dependencies(messages: Sequence[Message], deps: Sequence[Dep]) -> list
         elif d.category == "behavioural_contract":
             if src.role != "user":
                 problems.append(f"{tag}: contract source is not a user turn")
+            if not distinctive(d.anchor):
+                problems.append(f"{tag}: contract key phrase is not distinctive")
+            if d.source_seq != first_turn and not any(
+                d.anchor in s and CONSTRAINT_WORD.search(s) for s in sentences(src_text)
+            ):
+                problems.append(f"{tag}: standing rule has no constraint word in its sentence")
             if not in_text:
                 problems.append(f"{tag}: contract not honoured in assistant text")
             if not any(messages[k].is_user_turn for k in range(d.source_seq + 1, d.need_seq)):

@@ -7,17 +7,24 @@ Planted dependencies:
 - ``verbatim_source``: a long line from the middle of the first read of a module, used as
   ``edit_file.old_str`` (also for a second file in the lint episode).
 - ``live_state``: the assertion message of the latest of several ``run_tests`` on the same
-  target, which the agent then names as the remaining failure.
+  target, which the agent then names as the remaining failure; and the current blocker: the
+  error line of a failed run of another caller's tests (the most recent errored result), quoted
+  by the fix that follows it, usually after the user agrees to widen the change.
 - ``evidence_detail``: the benchmark's mean and p95, reported right away and in the summary.
 - ``recovery_routing``: the saved log of a truncated full-suite run, read later with read_file.
-- ``behavioural_contract``: a constraint from the first user turn, honoured in a later turn.
+- ``behavioural_contract``: a constraint from the first user turn, honoured in a later turn; and
+  a standing rule the user adds in the 2nd to 4th turn ("From now on, never push directly to
+  main"), honoured in the closing summary.
+
+A failing ``run_tests`` is an errored tool result (``is_error``), as a harness reports a non-zero
+exit; no other category's source is ever an errored result.
 """
 
 from __future__ import annotations
 
 import random
 
-from .builder import SessionBuilder
+from .builder import Rule, SessionBuilder
 from .codegen import (
     NOUNS,
     VERBS,
@@ -117,6 +124,34 @@ CONTRACTS = (
     ),
 )
 
+#: Standing rules the user adds mid-session; honoured in the closing summary.
+RULES = (
+    Rule(
+        "One more thing: from now on, never push directly to main, I'll open the PR from a branch.",
+        "push directly to main",
+        "I did not push directly to main, as you asked; the changes wait for your PR.",
+    ),
+    Rule(
+        "Also, please keep the diff under {lines} lines from now on, reviewers here push back on "
+        "anything bigger.",
+        "diff under {lines} lines",
+        "All edits together keep the diff under {lines} lines, as you asked.",
+    ),
+    Rule(
+        "From now on, don't add new log statements anywhere, our log volume is already over budget.",
+        "new log statements",
+        "I added no new log statements, as you asked.",
+    ),
+    Rule(
+        "Also, from now on always reference {ticket} in anything you write up for the PR, that's "
+        "where QA tracks this bug.",
+        "{ticket}",
+        "Tracked under {ticket}, as you asked.",
+    ),
+)
+#: Replies to "should I widen the change?"; no constraint words, so they state no rule.
+YES = ("Yes, fix it here.", "Sure, same change please.", "Yes, go ahead.")
+
 
 def _paths(rng: random.Random, pkg: str) -> tuple[list[str], list[str]]:
     subs = rng.sample(SUBPACKAGES, 4)
@@ -144,6 +179,10 @@ def build(b: SessionBuilder) -> str:
     helper_sub = rng.choice([s for s in SUBPACKAGES if f"/{s}/" not in main])
     helper = f"src/{pkg}/{helper_sub}/_{helper_noun}_{rng.choice(('shim', 'legacy', 'compat', 'impl'))}.py"
     param = rng.choice(("utf-16", "bom", "crlf", "folded", "large", "empty", "truncated"))
+    # another module that calls the helper: its tests fail after the first fix (the blocker)
+    caller_i = rng.choice([i for i in range(len(src)) if i != main_i])
+    caller, test_caller = src[caller_i], tests[caller_i]
+    caller_mod = caller.rsplit("/", 1)[1][:-3]
 
     # --- the system prompt: tools and a repository map (always present) -----------------
     repo_map = [f"  {p}" for p in (*src, *tests, bench, "pyproject.toml", "README.md")]
@@ -158,20 +197,20 @@ def build(b: SessionBuilder) -> str:
     )
 
     # --- planted code: the line to fix sits in the middle of the module ------------------------
-    def long_call_line() -> tuple[str, str, str]:
+    def long_call_line() -> tuple[str, str, str, str, str]:
         while True:
             v, a, bb = gen.var(), gen.var(), gen.var()
-            kw1, kw2 = rng.sample(
-                ("limit", "strict", "encoding", "offset", "errors", "window", "budget"), 2
-            )
+            kw1 = rng.choice(("limit", "offset", "window", "budget"))
+            kw2 = rng.choice(("strict", "encoding", "errors"))
             c, d = gen.var(), gen.var()
             line = f"{v} = {helper_func}({a}, {bb}, {kw1}={c}, {kw2}={d})"
             if 60 <= len(line) <= 110 and len({v, a, bb, c, d}) == 5:
-                fixed = f"{v} = {helper_func}({a}, {bb}, {kw1}={c} - len({bb}), {kw2}={d})"
+                shift = f"{kw1}={c} - len({bb})"
+                fixed = f"{v} = {helper_func}({a}, {bb}, {shift}, {kw2}={d})"
                 wrong = f"{v} = {helper_func}({a}, {bb}, {kw1}={c}, {kw2}={d}, {kw1}_hint=None)"
-                return line, fixed, wrong
+                return line, fixed, wrong, kw1, shift
 
-    anchor_line, fixed_line, wrong_line = long_call_line()
+    anchor_line, fixed_line, wrong_line, kw1, shift = long_call_line()
     special = Special(
         func,
         f"{gen.var()}: bytes, *, {gen.var()}: int = 0",
@@ -196,6 +235,12 @@ def build(b: SessionBuilder) -> str:
     # --- turn 1: the bug report, with a standing constraint --------------------------------------
     contracts = rng.sample(CONTRACTS, 2 if rng.random() < 0.35 else 1)
     contracts = [tuple(s.format(func=func) for s in c) for c in contracts]
+    b.standing_rule(
+        rng.choice(RULES).format(
+            lines=rng.choice((30, 40, 50, 60)),
+            ticket=pool.fresh(lambda: f"{pkg.upper()}-{rng.randint(1000, 9999)}"),
+        )
+    )
     test_name = f"test_{func}[{param}]"
     turn1 = b.user(
         f"Hi! {test_main} started failing after yesterday's merge: {test_name} fails on "
@@ -219,11 +264,13 @@ def build(b: SessionBuilder) -> str:
         {"target": test_main},
         "\n".join(pytest_log(rng, root, nodes_main, [fail1])),
         text="Let me reproduce the failure first.",
+        error=True,
     )
 
     grep_lines = [
         f"{main}:{def_line}:def {func}({special.params}) -> {special.returns}:",
         f"{helper}:{rng.randint(20, 60)}:def {helper_func}(data: bytes, *args, **kwargs) -> int:",
+        f"{caller}:{rng.randint(10, 300)}:    return {helper_func}({gen.var()}, {gen.var()})",
         *(
             f"{rng.choice(src)}:{rng.randint(10, 300)}:    return {helper_func}({gen.var()}, {gen.var()})"
             for _ in range(rng.randint(2, 6))
@@ -292,7 +339,10 @@ def build(b: SessionBuilder) -> str:
         f"{main}:{def_line + 4}",
     )
     r2 = b.call(
-        "run_tests", {"target": test_main}, "\n".join(pytest_log(rng, root, nodes_main2, [fail2]))
+        "run_tests",
+        {"target": test_main},
+        "\n".join(pytest_log(rng, root, nodes_main2, [fail2])),
+        error=True,
     )
     main_lines2 = [ln.replace(anchor_line, fixed_line) for ln in main_lines]
     fix2_old = next(
@@ -300,7 +350,9 @@ def build(b: SessionBuilder) -> str:
         for ln in main_lines2[def_line:]
         if ln.startswith("    ") and "=" in ln and len(ln.strip()) > 20
     )
+    asks = 0
     if rng.random() < 0.5:
+        asks += 1
         b.say(
             f"The {param} test passes now, but the roundtrip test in the same file fails. "
             f"I think the fix is incomplete rather than wrong. Shall I continue with it?"
@@ -336,9 +388,60 @@ def build(b: SessionBuilder) -> str:
         f"The file {main} has been edited. 1 occurrence replaced.",
     )
     b.call("run_tests", {"target": test_main}, "\n".join(pytest_log(rng, root, nodes_main2, [])))
+
+    # the current blocker: another caller of the helper now fails on short inputs
+    blocker = pool.fresh(
+        lambda: f"ValueError: {helper_func}: {kw1} must be >= 0, got -{rng.randint(1, 480)}"
+    )
+    short_test = f"test_{caller_mod}_short_{rng.choice(NOUNS)}"
+    nodes_caller = sorted(
+        {*test_ids(rng, [test_caller], b.size(20, 60)), f"{test_caller}::{short_test}"}
+    )
+    fail3 = Failure(
+        f"{test_caller}::{short_test}",
+        (
+            f"def {short_test}(tiny_sample):",
+            "    payload = tiny_sample.encode()",
+            f">       assert {func}(payload) == len(payload)",
+        ),
+        blocker,
+        f"{helper}:{rng.randint(20, 90)}",
+    )
+    bk = b.call(
+        "run_tests",
+        {"target": test_caller},
+        "\n".join(pytest_log(rng, root, nodes_caller, [fail3])),
+        text=f"{test_main} passes. {helper_func} is shared, so I'm running the tests of "
+        f"{caller_mod}, another caller, as well.",
+        error=True,
+    )
+    if rng.random() < 0.7:
+        asks += 1
+        b.say(
+            f"{test_main} passes now, but one test in {test_caller} fails on a short input. "
+            "I didn't touch that module, so it is most likely a side effect of my fix. "
+            "Should I fix it in this change as well?"
+        )
+        b.user(rng.choice(YES))
+    clamp = b.call(
+        "edit_file",
+        {"path": main, "old_str": shift, "new_str": f"{kw1}=max(0, {shift.split('=', 1)[1]})"},
+        f"The file {main} has been edited. 1 occurrence replaced.",
+        text=f"The blocker is `{blocker}`: for inputs shorter than the prefix the new {kw1} "
+        "goes negative. Clamping it at zero.",
+    )
+    b.plant(
+        "live_state",
+        blocker,
+        bk.result_seq,
+        clamp.call_seq,
+        "error line of the most recent failed run (the current blocker), quoted by the fix",
+    )
+    b.call("run_tests", {"target": test_caller}, "\n".join(pytest_log(rng, root, nodes_caller, [])))
     b.say(
-        f"All tests in {test_main} pass now. The bug was an off-by-prefix in {func}: the "
-        f"length was measured before the {param} prefix was removed."
+        f"All tests in {test_main} and {test_caller} pass now. The bug was an off-by-prefix in "
+        f"{func}: the length was measured before the {param} prefix was removed; the new "
+        f"{kw1} is clamped at zero for short inputs."
     )
 
     # --- benchmark: evidence figures -------------------------------------------------------------
@@ -373,7 +476,8 @@ def build(b: SessionBuilder) -> str:
 
     # --- optional turns, in a random order ----------------------------------------------------
     episodes = ["history", "suite"]
-    episodes += rng.sample(["explain", "lint", "explain2"], rng.randint(0, 3))
+    # at most ten user turns: two extra questions leave room for two optional episodes
+    episodes += rng.sample(["explain", "lint", "explain2"], rng.randint(0, 3 - asks // 2))
     rng.shuffle(episodes)
     contract_turns_left = list(contracts)
     state = {"suite_route": None}
@@ -598,11 +702,12 @@ def build(b: SessionBuilder) -> str:
             )
         )
     )
-    honour = " ".join(c[2] for c in contract_turns_left)
+    honour = " ".join([*(c[2] for c in contract_turns_left), b.rule_honour()]).strip()
     n = b.say(
         f"Summary:\n- Fixed {func} in {main}: the {noun} length was measured before the "
         f"{param} prefix was stripped; the strict path no longer subtracts it twice.\n"
         f"- {test_main} passes; the full suite passes.\n"
+        f"- The new {kw1} is clamped at zero; {test_caller} caught that for short inputs.\n"
         f"- Benchmark ({bench}, 50 runs): {p95}, no regression.\n{honour}".rstrip()
     )
     b.plant(
@@ -614,4 +719,5 @@ def build(b: SessionBuilder) -> str:
     )
     for c in contract_turns_left:
         b.plant("behavioural_contract", c[1], turn1, n, f"user constraint: {c[0]}")
+    b.plant_rule(n)
     return f"fix {test_name} in {pkg} ({main}), benchmark, history, full suite"

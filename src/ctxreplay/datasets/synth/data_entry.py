@@ -9,7 +9,9 @@ Planted dependencies:
 - ``evidence_detail``: order totals, reported right away or in the end-of-day summary.
 - ``live_state``: the label or refund reference that only the re-read after an update shows.
 - ``recovery_routing``: a customer's long order list, truncated by the harness and read later.
-- ``behavioural_contract``: a rule from the lead's first message, honoured in a later ticket.
+- ``behavioural_contract``: a rule from the lead's first message, honoured in a later ticket; and
+  a standing rule the lead adds in the 2nd to 4th turn ("From now on, never offer vouchers or
+  discounts without asking me first"), honoured in the end-of-day summary.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import random
 from typing import Any
 
-from .builder import SessionBuilder
+from .builder import Rule, SessionBuilder
 from .common import READ_FILE, TRUNCATION_NOTE, tool, tools_block, truncated
 from .vocab import (
     CITIES,
@@ -52,6 +54,24 @@ CONTRACTS = (
     ("Please add the ticket number to the internal note of every record you change.",
      "ticket number to the internal note", "any"),
 )  # fmt: skip
+#: Standing rules the lead adds mid-session; honoured in the end-of-day summary.
+RULES = (
+    Rule(
+        "One more thing: from now on, don't mark any ticket as resolved, the late shift closes tickets.",
+        "late shift closes tickets",
+        "None of the tickets is marked resolved, since the late shift closes tickets.",
+    ),
+    Rule(
+        "Also, from now on never offer vouchers or discounts without asking me first.",
+        "vouchers or discounts",
+        "No vouchers or discounts were offered to anyone.",
+    ),
+    Rule(
+        "From now on, don't promise delivery dates to customers, the carriers are unreliable this month.",
+        "promise delivery dates",
+        "I did not promise delivery dates to any customer.",
+    ),
+)
 CARRIERS = ("DHL Freight", "PostNL", "DPD", "GLS", "UPS", "Schenker")
 
 
@@ -70,6 +90,7 @@ def build(b: SessionBuilder) -> str:
         f"{TRUNCATION_NOTE}\n\n# Tools\n{tools_block(TOOLS)}"
     )
     contract = rng.choice(CONTRACTS)
+    b.standing_rule(rng.choice(RULES))
     summary: list[str] = []
     later_evidence: list[tuple[str, int]] = []
     first_turn = -1
@@ -565,9 +586,12 @@ def build(b: SessionBuilder) -> str:
     open_turn("Thanks! Give me a short end-of-day summary with the amounts involved.")
     total, src = later_evidence[0]
     n = b.say(
-        "End of day:\n"
-        + "\n".join(f"- {s}" for s in summary)
-        + f"\n- the order in the first enquiry was EUR {total}, paid and in transit."
+        (
+            "End of day:\n"
+            + "\n".join(f"- {s}" for s in summary)
+            + f"\n- the order in the first enquiry was EUR {total}, paid and in transit.\n"
+            + b.rule_honour()
+        ).rstrip()
     )
     b.plant(
         "evidence_detail",
@@ -576,4 +600,5 @@ def build(b: SessionBuilder) -> str:
         n,
         "order total from an earlier ticket, used in the end-of-day summary",
     )
+    b.plant_rule(n)
     return f"{len(summary)} support tickets at {shop}"

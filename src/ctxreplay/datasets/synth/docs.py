@@ -10,7 +10,9 @@ Planted dependencies:
 - ``evidence_detail``: figures from the pricing annex (read once), quoted right away and later.
 - ``live_state``: the revision id that only the latest read of the main document shows.
 - ``recovery_routing``: last year's document, truncated by the harness, read from its saved copy.
-- ``behavioural_contract``: an editing rule from the first user turn, honoured turns later.
+- ``behavioural_contract``: an editing rule from the first user turn, honoured turns later; and
+  a standing rule the user adds in the 2nd to 4th turn ("From now on, make sure it stays marked
+  DRAFT until legal signs off"), honoured in the closing answer.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import random
 import re
 
-from .builder import SessionBuilder
+from .builder import Rule, SessionBuilder
 from .common import READ_FILE, TRUNCATION_NOTE, middle_spans, tool, tools_block, truncated
 from .vocab import COMPANIES, FIRST_NAMES, LAST_NAMES, Prose, long_date, pick
 
@@ -144,6 +146,30 @@ CONTRACTS = (
     ),
 )
 
+#: Standing rules the user adds mid-session; honoured in the closing answer.
+RULES = (
+    Rule(
+        "Also, from now on don't send anything to the client yourself, it goes out from my account.",
+        "send anything to the client",
+        "I did not send anything to the client; that is yours to do.",
+    ),
+    Rule(
+        "One more thing: keep tracked changes on from now on, legal wants to see every edit.",
+        "tracked changes on",
+        "I kept tracked changes on, so legal can see every edit.",
+    ),
+    Rule(
+        "From now on, make sure it stays marked DRAFT until legal signs off.",
+        "marked DRAFT until legal signs off",
+        "It stays marked DRAFT until legal signs off, as you asked.",
+    ),
+    Rule(
+        "Also, from now on always write amounts with the EUR prefix, never with the euro sign.",
+        "never with the euro sign",
+        "Amounts are written with the EUR prefix, never with the euro sign.",
+    ),
+)
+
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
@@ -240,6 +266,7 @@ def build(b: SessionBuilder) -> str:
         f"We need to finalise the {k['title'].lower()} for {client} today. The draft is {main}, "
         f"the other material is in the same folder. Please read it and tell me what stands out. {c_text}"
     )
+    b.standing_rule(rng.choice(RULES))
     listing = [
         f"{main}    {rng.randint(18, 60)} KB   modified {long_date(rng)} by {owner}",
         f"{folder}/{slug}-{k['slug']}-draft-v{version - 1}.md    {rng.randint(18, 60)} KB   modified {long_date(rng)}",
@@ -517,8 +544,12 @@ def build(b: SessionBuilder) -> str:
     for f in blocks:
         f()
     b.user("Thanks. Anything else open before I send it to the client?")
-    b.say(
-        f"Nothing blocking. The codename is Project {new_code} everywhere, the fee section matches the annex, "
-        "and section numbering is unchanged. I'd suggest one last read of the definitions by legal."
+    n = b.say(
+        (
+            f"Nothing blocking. The codename is Project {new_code} everywhere, the fee section matches "
+            "the annex, and section numbering is unchanged. I'd suggest one last read of the "
+            f"definitions by legal. {b.rule_honour()}"
+        ).rstrip()
     )
+    b.plant_rule(n)
     return f"finalise the {k['title'].lower()} for {client} ({main})"

@@ -9,16 +9,18 @@ Planted dependencies:
 - ``evidence_detail``: result cells reported right away and in the closing summary.
 - ``live_state``: a cell that exists only in the re-run of the same intraday query.
 - ``recovery_routing``: the saved CSV of a truncated result, read with ``read_file``.
-- ``behavioural_contract``: a reporting rule from the first user turn, honoured at the end.
+- ``behavioural_contract``: a reporting rule from the first user turn, honoured at the end; and
+  a standing rule the user adds in the 2nd to 4th turn ("From now on, never round the figures for
+  the deck"), honoured in the deck summary.
 """
 
 from __future__ import annotations
 
 import random
 
-from .builder import SessionBuilder, ToolCall
+from .builder import Rule, SessionBuilder, ToolCall
 from .common import READ_FILE, TRUNCATION_NOTE, middle_spans, tool, tools_block, truncated
-from .vocab import COMPANIES, MONTHS, REGIONS, pick, table
+from .vocab import COMPANIES, FIRST_NAMES, LAST_NAMES, MONTHS, REGIONS, pick, table
 
 NAME = "sql"
 
@@ -121,6 +123,32 @@ CONTRACTS = (
         "Use the reporting view's revenue definition, not a home-made one, so we match finance.",
         "revenue definition, not a home-made one",
         "All revenue figures use the reporting view's revenue definition, not a home-made one, as you asked.",
+    ),
+)
+
+#: Standing rules the user adds mid-session; honoured in the deck summary.
+RULES = (
+    Rule(
+        "From now on, never round the figures for the deck, finance reconciles them to the cent.",
+        "reconciles them to the cent",
+        "Figures are not rounded, since finance reconciles them to the cent.",
+    ),
+    Rule(
+        "Also, from now on always name {person} as the data contact in anything for the deck.",
+        "{person} as the data contact",
+        "I named {person} as the data contact, as you asked.",
+    ),
+    Rule(
+        "One more thing: make sure the deck says the figures are unaudited, that goes on every "
+        "slide from now on.",
+        "figures are unaudited",
+        "Note for the slide: the figures are unaudited.",
+    ),
+    Rule(
+        "Also, stick to calendar months rather than fiscal periods from now on, the board is used "
+        "to that.",
+        "calendar months rather than fiscal periods",
+        "All periods are calendar months rather than fiscal periods, as you asked.",
     ),
 )
 
@@ -239,6 +267,9 @@ def build(b: SessionBuilder) -> str:
     t1 = b.user(
         f"I need Q3 2024 figures for the board deck: {d['label']} by month, region "
         f"and channel, and who our biggest {ent}s were. " + " ".join(c[0] for c in contracts)
+    )
+    b.standing_rule(
+        rng.choice(RULES).format(person=f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}")
     )
 
     # --- explore the schema ------------------------------------------------------------------
@@ -498,7 +529,7 @@ def build(b: SessionBuilder) -> str:
 
     # --- the summary for the deck ----------------------------------------------------------------
     b.user("Great. Put it together for the deck: three bullets, with the figures.")
-    honour = " ".join(c[2] for c in contracts)
+    honour = " ".join([*(c[2] for c in contracts), b.rule_honour()]).strip()
     n = b.say(
         f"- Q3 {d['label']} peaked in {best[1]} ({best[2]}).\n"
         f"- {later[1]} / {later[2]} in {MONTHS[int(later[0][5:7]) - 1]}: {later[4]}.\n"
@@ -527,4 +558,5 @@ def build(b: SessionBuilder) -> str:
     )
     for c in contracts:
         b.plant("behavioural_contract", c[1], t1, n, f"user constraint: {c[0]}")
+    b.plant_rule(n)
     return f"Q3 {measure} analysis in {d['warehouse']}"

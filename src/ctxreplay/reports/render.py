@@ -1,0 +1,584 @@
+"""A report as text: terminal tables (default), Markdown, CSV, JSON, or one self-contained HTML file.
+
+Renderers only format what ``tables.build_report`` computed. Terminal and Markdown share the same
+display tables (rounded, intervals written "[lo, hi]"); CSV and JSON carry the unrounded frames;
+HTML carries both plus the trade-off plot as an embedded PNG, so the file opens offline.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ..datasets.schema import CATEGORIES
+
+if TYPE_CHECKING:
+    from .tables import Report
+
+FORMATS = ("terminal", "markdown", "csv", "json", "html")
+SUFFIXES = {
+    ".txt": "terminal",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".csv": "csv",
+    ".json": "json",
+    ".html": "html",
+    ".htm": "html",
+}
+
+
+class RenderError(ValueError):
+    pass
+
+
+# --- number formats -------------------------------------------------------------------------
+
+
+def _nan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def num(x: Any, digits: int = 2) -> str:
+    return "–" if _nan(x) else f"{x:.{digits}f}"
+
+
+def ci(lo: Any, hi: Any, digits: int = 2) -> str:
+    return "–" if _nan(lo) or _nan(hi) else f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def pval(p: Any) -> str:
+    if _nan(p):
+        return "–"
+    return f"{p:.1e}" if p < 0.001 else f"{p:.3g}"
+
+
+def count(x: Any) -> str:
+    return "–" if _nan(x) else f"{int(x):,}"
+
+
+def usd(x: Any) -> str:
+    return "–" if _nan(x) else f"{x:,.4f}"
+
+
+def usd_range(lo: Any, hi: Any) -> str:
+    return "–" if _nan(lo) or _nan(hi) else f"{lo:,.4f}–{hi:,.4f}"
+
+
+def usd_delta(cached: Any, uncached: Any) -> str:
+    """Policy − baseline under perfect caching and under no caching (not an ordered range)."""
+    return "–" if _nan(cached) or _nan(uncached) else f"{cached:+,.4f} / {uncached:+,.4f}"
+
+
+def category_title(c: str) -> str:
+    return c.replace("_", " ")
+
+
+# --- display tables (shared by terminal, markdown and html) ---------------------------------
+
+
+@dataclass(frozen=True)
+class Display:
+    """A titled table of formatted cells; ``numeric`` marks right-aligned columns."""
+
+    key: str
+    title: str
+    note: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    numeric: tuple[bool, ...]
+
+
+def _display(
+    key: str,
+    title: str,
+    note: str,
+    columns: Sequence[tuple[str, Callable[[dict[str, Any]], str], bool]],
+    rows: Sequence[dict[str, Any]],
+) -> Display:
+    return Display(
+        key,
+        title,
+        note,
+        tuple(h for h, _, _ in columns),
+        tuple(tuple(f(r) for _, f, _ in columns) for r in rows),
+        tuple(n for _, _, n in columns),
+    )
+
+
+def displays(report: Report) -> list[Display]:
+    """The report's tables as formatted cells, in report order (examples excepted)."""
+    out = [
+        _display(
+            "no_impact",
+            "No-impact and pruning by policy",
+            "n = scored verdicts (unscored are counted and leave the denominator); pruning is the "
+            "mean over all replayed cases with a session-cluster bootstrap 95% CI; no-impact has "
+            "its Wilson 95% CI and a session-cluster bootstrap 95% CI.",
+            [
+                ("policy", lambda r: r["policy"], False),
+                ("cases", lambda r: count(r["cases"]), True),
+                ("n", lambda r: count(r["n"]), True),
+                ("unscored", lambda r: count(r["unscored"]), True),
+                ("not judged", lambda r: count(r["not_judged"]), True),
+                ("prune %", lambda r: num(r["pruning_pct"]), True),
+                ("prune 95% CI", lambda r: ci(r["pruning_lo"], r["pruning_hi"]), True),
+                ("no-impact %", lambda r: num(r["no_impact_pct"]), True),
+                ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
+                ("cluster 95% CI", lambda r: ci(r["boot_lo"], r["boot_hi"]), True),
+            ],
+            report.no_impact.to_dicts(),
+        ),
+        _display(
+            "paired",
+            f"Paired comparisons against {report.reference or '–'}",
+            "Cases both policies scored. b = policy no-impact where the reference had impact, "
+            "c = the reverse. McNemar: "
+            + str(report.meta.get("mcnemar", ""))
+            + "; p adjusted by Holm across the compared policies. Δ = policy − reference in "
+            "percentage points, paired session-cluster bootstrap 95% CI.",
+            [
+                ("policy", lambda r: r["policy"], False),
+                ("n paired", lambda r: count(r["n_paired"]), True),
+                ("both ok", lambda r: count(r["both_no_impact"]), True),
+                ("b", lambda r: count(r["b"]), True),
+                ("c", lambda r: count(r["c"]), True),
+                ("both lost", lambda r: count(r["both_impact"]), True),
+                ("test", lambda r: r["test"] or "–", False),
+                ("p", lambda r: pval(r["p"]), True),
+                ("p (Holm)", lambda r: pval(r["p_holm"]), True),
+                ("Δ no-impact pp", lambda r: num(r["diff_pct"]), True),
+                ("95% CI", lambda r: ci(r["diff_lo"], r["diff_hi"]), True),
+            ],
+            report.paired.to_dicts(),
+        ),
+        _taxonomy_display(report),
+        _display(
+            "cost_tokens",
+            "Cost: tokens",
+            "Sums over cases of each case's future requests (as if the policy edited at that cut "
+            "only). Cached = what perfect prefix caching could serve. Cache breaks = committed "
+            "cases whose edit invalidated the cached prefix.",
+            [
+                ("policy", lambda r: r["policy"], False),
+                ("cases", lambda r: count(r["cases"]), True),
+                ("committed", lambda r: count(r["committed"]), True),
+                ("cache breaks", lambda r: count(r["cache_breaks"]), True),
+                ("requests", lambda r: count(r["requests"]), True),
+                ("input baseline", lambda r: count(r["input_baseline"]), True),
+                ("input policy", lambda r: count(r["input_policy"]), True),
+                ("saved %", lambda r: num(r["input_saved_pct"]), True),
+                ("cached max baseline", lambda r: count(r["cached_max_baseline"]), True),
+                ("cached max policy", lambda r: count(r["cached_max_policy"]), True),
+                ("output", lambda r: count(r["output_tokens"]), True),
+            ],
+            report.cost.to_dicts(),
+        ),
+        _display(
+            "cost_usd",
+            "Cost: USD (tariff " + str((report.meta.get("tariff") or {}).get("name", "?")) + ")",
+            "Ranges low–high: low assumes perfect prefix caching, high no caching (a recorded "
+            "cache makes them equal). Δ = policy − baseline, with perfect caching / with none; the "
+            "policy "
+            "includes its planner's model cost.",
+            [
+                ("policy", lambda r: r["policy"], False),
+                (
+                    "baseline USD",
+                    lambda r: usd_range(r["usd_baseline_low"], r["usd_baseline_high"]),
+                    True,
+                ),
+                (
+                    "policy USD",
+                    lambda r: usd_range(r["usd_policy_low"], r["usd_policy_high"]),
+                    True,
+                ),
+                (
+                    "Δ USD cached / uncached",
+                    lambda r: usd_delta(r["usd_delta_low"], r["usd_delta_high"]),
+                    True,
+                ),
+                ("planner USD", lambda r: usd(r["planner_usd"]), True),
+                ("commit decisions", lambda r: r["commit_decisions"] or "–", False),
+            ],
+            report.cost.to_dicts(),
+        ),
+    ]
+    return out
+
+
+def _taxonomy_display(report: Report) -> Display:
+    tax = report.taxonomy
+    categories = list(dict.fromkeys(tax["category"].to_list())) if tax.height else list(CATEGORIES)
+    rows = []
+    for policy in dict.fromkeys(tax["policy"].to_list()):
+        mine = {r["category"]: r for r in tax.filter(pl.col("policy") == policy).to_dicts()}
+        n = next(iter(mine.values()))["n"] if mine else 0
+        cells = [policy, count(n)]
+        for c in categories:
+            r = mine.get(c)
+            cells.append("–" if r is None or not n else f"{r['cases']} ({r['rate_pct']:.1f}%)")
+        rows.append(tuple(cells))
+    return Display(
+        "taxonomy",
+        "Failure taxonomy",
+        "Scored cases with at least one lost dependency of each category (share of n). A case "
+        "can lose several categories.",
+        ("policy", "n", *(category_title(c) for c in categories)),
+        tuple(rows),
+        (False, *([True] * (len(categories) + 1))),
+    )
+
+
+def _clip(text: str | None, width: int = 90) -> str:
+    t = " ".join((text or "").split())
+    return t if len(t) <= width else t[: width - 1] + "…"
+
+
+# --- terminal -------------------------------------------------------------------------------
+
+
+def _aligned(d: Display) -> list[str]:
+    widths = [len(h) for h in d.headers]
+    for row in d.rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            c.rjust(w) if n else c.ljust(w)
+            for c, w, n in zip(cells, widths, d.numeric, strict=True)
+        ]
+        return "  ".join(parts).rstrip()
+
+    out = [line(d.headers), "  ".join("─" * w for w in widths)]
+    out.extend(line(r) for r in d.rows)
+    if not d.rows:
+        out.append("(none)")
+    return out
+
+
+def _header_lines(report: Report) -> list[str]:
+    m = report.meta
+    return [
+        f"ctxreplay report: {report.run}",
+        f"corpus {m.get('corpus_path')} ({m.get('corpus_fingerprint')}) · "
+        f"judge {report.judge or '–'} ({m.get('verdicts', 0)} verdicts) · "
+        f"reference {report.reference or '–'} ({m.get('reference_chosen')}) · "
+        f"seed {report.seed} · {report.bootstrap} bootstrap resamples",
+    ]
+
+
+def render_terminal(report: Report) -> str:
+    lines = _header_lines(report)
+    for note in report.notes:
+        lines.append(f"note: {note}")
+    for d in displays(report):
+        lines += ["", d.title, *_aligned(d)]
+    lines += ["", "Example losses (open one with the command under it)"]
+    if report.examples.height == 0:
+        lines.append("(none)")
+    for r in report.examples.iter_rows(named=True):
+        lines.append(
+            f"  {r['policy']} · {category_title(r['category'])} · {r['case_id']}: "
+            f"{_clip(r['anchor'], 70)!r} from {r['source_object']}, needed at seq {r['need_seq']}"
+        )
+        lines.append(f"    $ {r['show']}")
+    return "\n".join(lines) + "\n"
+
+
+# --- markdown -------------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(d: Display) -> list[str]:
+    out = [
+        "| " + " | ".join(_md_cell(h) for h in d.headers) + " |",
+        "| " + " | ".join("---:" if n else "---" for n in d.numeric) + " |",
+    ]
+    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in d.rows]
+    return out
+
+
+def render_markdown(report: Report, plot_href: str | None = None) -> str:
+    m = report.meta
+    lines = [
+        f"# ctxreplay report: `{report.run}`",
+        "",
+        f"- corpus: `{m.get('corpus_path')}` (fingerprint `{m.get('corpus_fingerprint')}`)",
+        f"- judge: `{report.judge or '–'}` ({m.get('verdicts', 0)} verdicts)",
+        f"- reference policy: `{report.reference or '–'}` ({m.get('reference_chosen')})",
+        f"- bootstrap: {report.bootstrap} session resamples, seed {report.seed}",
+        "- policies: "
+        + ", ".join(
+            f"`{label}` {json.dumps(p.get('params', {}), sort_keys=True)}"
+            for label, p in (m.get("policies") or {}).items()
+        ),
+    ]
+    lines += [f"- note: {n}" for n in report.notes]
+    if plot_href:
+        lines += ["", f"![pruning vs no-impact]({plot_href})"]
+    for d in displays(report):
+        lines += ["", f"## {d.title}", "", d.note, "", *_md_table(d)]
+    lines += ["", "## Example losses", ""]
+    ex = _display(
+        "examples",
+        "",
+        "",
+        [
+            ("policy", lambda r: r["policy"], False),
+            ("category", lambda r: category_title(r["category"]), False),
+            ("case", lambda r: r["case_id"], False),
+            ("anchor", lambda r: _clip(r["anchor"], 80), False),
+            ("source", lambda r: r["source_object"] or "–", False),
+            ("seq", lambda r: count(r["need_seq"]), True),
+            ("open", lambda r: f"`{r['show']}`", False),
+        ],
+        report.examples.to_dicts(),
+    )
+    lines += _md_table(ex) if ex.rows else ["(none)"]
+    return "\n".join(lines) + "\n"
+
+
+# --- csv and json ---------------------------------------------------------------------------
+
+
+def _plain(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def table_csv(frame: pl.DataFrame) -> str:
+    return _plain(frame).write_csv()
+
+
+def render_csv(report: Report) -> str:
+    """All tables in one text, each under a ``# name`` line (``save`` writes one file each)."""
+    parts = []
+    for name, frame in report.tables().items():
+        parts.append(f"# {name}\n{table_csv(frame)}")
+    return "\n".join(parts)
+
+
+def _json_value(x: Any) -> Any:
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_value(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json_value(v) for v in x]
+    return x
+
+
+def render_json(report: Report) -> str:
+    doc = {
+        "kind": "ctxreplay-report",
+        "meta": report.meta,
+        "notes": list(report.notes),
+        "judge": report.judge,
+        "reference": report.reference,
+        "tables": {name: _json_value(f.to_dicts()) for name, f in report.tables().items()},
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+# --- html -----------------------------------------------------------------------------------
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
+max-width:1200px;padding:0 1rem;color:#1d2228}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde1e6}
+table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:13px}
+th,td{padding:.3rem .6rem;border-bottom:1px solid #e6e9ed;vertical-align:top}
+th{background:#f4f6f8;text-align:left}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f4f6f8;padding:.1rem .3rem;
+border-radius:3px;word-break:break-all}
+p.note{color:#57606a;font-size:12.5px;max-width:900px}dl.meta{display:grid;
+grid-template-columns:max-content 1fr;gap:.2rem 1rem;font-size:13px}dl.meta dt{color:#57606a}
+img.plot{max-width:100%;border:1px solid #e6e9ed}td.zero{color:#9aa3ab}
+"""
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _html_table(d: Display, cls: str = "") -> str:
+    head = "".join(
+        f'<th class="n">{_esc(h)}</th>' if n else f"<th>{_esc(h)}</th>"
+        for h, n in zip(d.headers, d.numeric, strict=True)
+    )
+    body = []
+    for row in d.rows:
+        cells = "".join(
+            f'<td class="n">{_esc(c)}</td>' if n else f"<td>{_esc(c)}</td>"
+            for c, n in zip(row, d.numeric, strict=True)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    if not body:
+        body.append(f'<tr><td colspan="{len(d.headers)}">(none)</td></tr>')
+    return (
+        f'<table id="{_esc(d.key)}" class="{_esc(cls)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def render_html(report: Report, png: bytes | None = None) -> str:
+    """One self-contained page: inline CSS, the plot as a base64 PNG, no external resource."""
+    m = report.meta
+    png = png if png is not None else report.plot()
+    img = base64.b64encode(png).decode("ascii")
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>ctxreplay report: {_esc(report.run.name)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>ctxreplay report: <code>{_esc(report.run)}</code></h1>",
+    ]
+    for note in report.notes:
+        parts.append(f'<p class="note">note: {_esc(note)}</p>')
+    parts.append('<h2 id="tradeoff">Pruning vs no-impact</h2>')
+    parts.append(
+        f'<img class="plot" alt="pruning rate against no-impact rate, one point per policy" '
+        f'src="data:image/png;base64,{img}">'
+    )
+    for d in displays(report):
+        parts.append(f'<h2 id="h-{_esc(d.key)}">{_esc(d.title)}</h2>')
+        parts.append(f'<p class="note">{_esc(d.note)}</p>')
+        parts.append(_html_table(d))
+    parts.append('<h2 id="audit">Audit: example losses</h2>')
+    parts.append(
+        '<p class="note">Each row is one dependency the view lost; the command opens the case '
+        "under the policy, prefix and view side by side.</p>"
+    )
+    rows = []
+    for r in report.examples.iter_rows(named=True):
+        rows.append(
+            "<tr>"
+            f"<td>{_esc(r['policy'])}</td><td>{_esc(category_title(r['category']))}</td>"
+            f"<td><code>{_esc(r['case_id'])}</code></td>"
+            f"<td>{_esc(_clip(r['anchor'], 160))}</td>"
+            f"<td><code>{_esc(r['source_object'] or '–')}</code></td>"
+            f'<td class="n">{_esc(count(r["need_seq"]))}</td>'
+            f"<td>{_esc(r['detail'] or '')}</td>"
+            f'<td><code class="show">{_esc(r["show"])}</code></td>'
+            "</tr>"
+        )
+    if not rows:
+        rows.append('<tr><td colspan="8">(none)</td></tr>')
+    parts.append(
+        '<table id="examples"><thead><tr><th>policy</th><th>category</th><th>case</th>'
+        '<th>anchor</th><th>source object</th><th class="n">need seq</th><th>detail</th>'
+        f"<th>open with</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+    parts.append('<h2 id="meta">Run</h2><dl class="meta">')
+    cases = m.get("cases") or {}
+    for key, value in (
+        ("run", m.get("run")),
+        ("corpus", f"{m.get('corpus_path')} (fingerprint {m.get('corpus_fingerprint')})"),
+        ("cases", f"{m.get('cases_path')} (fingerprint {m.get('cases_fingerprint')})"),
+        ("triggers", ", ".join(cases.get("triggers") or []) or "–"),
+        ("horizon", cases.get("horizon")),
+        ("suite", cases.get("suite")),
+        ("tokenizer", m.get("tokenizer")),
+        ("tariff", json.dumps(m.get("tariff"), sort_keys=True)),
+        ("judge", f"{report.judge} ({m.get('verdicts', 0)} verdicts)"),
+        ("reference", f"{report.reference} ({m.get('reference_chosen')})"),
+        (
+            "seeds",
+            f"replay {m.get('replay_seed')}, cases {cases.get('seed')}, report {report.seed}",
+        ),
+        ("bootstrap", f"{report.bootstrap} session resamples, alpha {report.alpha}"),
+        ("McNemar", m.get("mcnemar")),
+        (
+            "ctxreplay",
+            f"{m.get('ctxreplay_version')} (run made with {m.get('run_ctxreplay_version')})",
+        ),
+        ("run created", f"{m.get('run_created_at')}, completed {m.get('run_completed_at')}"),
+        ("report created", m.get("report_created_at")),
+    ):
+        parts.append(f"<dt>{_esc(key)}</dt><dd>{_esc(value if value is not None else '–')}</dd>")
+    parts.append("</dl>")
+    parts.append(
+        '<h2 id="policies">Policies</h2><table id="policy-params"><thead><tr><th>policy</th>'
+        "<th>name</th><th>parameters</th></tr></thead><tbody>"
+    )
+    for label, p in (m.get("policies") or {}).items():
+        params = json.dumps(p.get("params", {}), sort_keys=True)
+        parts.append(
+            f"<tr><td>{_esc(label)}</td><td>{_esc(p.get('name'))}</td>"
+            f"<td><code>{_esc(params)}</code></td></tr>"
+        )
+    parts.append("</tbody></table></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# --- entry points ---------------------------------------------------------------------------
+
+
+def render(report: Report, fmt: str = "terminal") -> str:
+    """The report as one text in ``fmt``: terminal, markdown, csv, json or html."""
+    if fmt == "terminal":
+        return render_terminal(report)
+    if fmt in ("markdown", "md"):
+        return render_markdown(report)
+    if fmt == "csv":
+        return render_csv(report)
+    if fmt == "json":
+        return render_json(report)
+    if fmt == "html":
+        return render_html(report)
+    raise RenderError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
+
+
+def format_for(path: str | os.PathLike[str]) -> str:
+    """The format a path's suffix implies; a path without a known suffix is a CSV folder."""
+    return SUFFIXES.get(Path(path).suffix.lower(), "csv")
+
+
+def save(report: Report, path: str | os.PathLike[str], fmt: str | None = None) -> list[Path]:
+    """Write the report to ``path``; returns the files written.
+
+    csv: one file per table (plus ``tradeoff.png``) in the folder ``path``, or all tables as
+    ``# name`` sections when ``path`` ends in .csv. markdown: the file plus ``<stem>.png`` beside
+    it, linked from the page. html: one self-contained file. terminal/json: one file.
+    """
+    out = Path(path)
+    fmt = fmt or format_for(out)
+    if fmt not in FORMATS and fmt != "md":
+        raise RenderError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
+    written: list[Path] = []
+    if fmt == "csv" and out.suffix.lower() != ".csv":
+        out.mkdir(parents=True, exist_ok=True)
+        for name, frame in report.tables().items():
+            f = out / f"{name}.csv"
+            f.write_text(table_csv(frame))
+            written.append(f)
+        png = out / "tradeoff.png"
+        report.plot(png)
+        return [*written, png]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt in ("markdown", "md"):
+        png = out.with_suffix(".png")
+        report.plot(png)
+        out.write_text(render_markdown(report, plot_href=png.name))
+        return [out, png]
+    out.write_text(render(report, fmt))
+    return [out]
+
+
+def csv_rows(text: str) -> list[list[str]]:
+    """Parse one CSV table as written by ``table_csv`` (for tests and tools)."""
+    return list(csv.reader(io.StringIO(text)))

@@ -1,0 +1,697 @@
+"""The report's tables, as polars frames built from a run folder and its verdicts.
+
+``build_report(run)`` returns a ``Report`` holding every table; each table is also a function of
+its inputs (``no_impact_table(outcomes, ...)`` etc.) so it can be tested without a run folder.
+
+Per-case outcomes join the run's figures (every replayed case) with one judge's verdicts:
+
+- a case without a verdict is *not judged* (e.g. ``ctxreplay judge --limit``);
+- an ``unscored`` verdict is counted, and leaves every denominator;
+- ``n`` is the number of scored verdicts (no_impact + impact).
+
+Percentages are fractions × 100, unrounded; renderers round.
+
+>>> report = build_report("RUN")  # doctest: +SKIP
+>>> report.no_impact.select("policy", "n", "pruning_pct", "no_impact_pct")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from .. import __version__
+from ..datasets.schema import CATEGORIES
+from ..judges.engine import read_verdicts
+from ..replay.engine import Run
+from . import stats
+
+#: Example losses kept per (policy, category) in the audit section of a report.
+EXAMPLES = 3
+
+
+class ReportError(ValueError):
+    pass
+
+
+def _run(run: Run | str | os.PathLike[str]) -> Run:
+    return run if isinstance(run, Run) else Run(run)
+
+
+def show_command(run: Run | str | os.PathLike[str], case_id: str, policy: str) -> str:
+    """The exact shell command that opens one case under one policy."""
+    path = run.path if isinstance(run, Run) else Path(run)
+    return f"ctxreplay show {shlex.quote(str(path))} {shlex.quote(case_id)} --policy {shlex.quote(policy)}"
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+
+def resolve_judge(verdicts: pl.DataFrame, judge: str | None) -> str | None:
+    """The judge label meant by ``judge`` (a label, or a name with a single label in the run;
+    None: the run's only judge, or else ``anchor``).
+
+    None when the run has no verdicts at all; ReportError when the name is unknown or ambiguous.
+    """
+    if verdicts.height == 0:
+        return None
+    labels = sorted(set(verdicts["judge"].to_list()))
+    if judge is None:
+        if len(labels) == 1:
+            return labels[0]
+        judge = "anchor"
+    if judge in labels:
+        return judge
+    named = sorted(set(verdicts.filter(pl.col("judge_name") == judge)["judge"].to_list()))
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise ReportError(
+            f"several judges named {judge!r} in this run ({', '.join(named)}); pass one label"
+        )
+    raise ReportError(f"no verdicts from judge {judge!r}; this run has: {', '.join(labels)}")
+
+
+def outcomes(run: Run, judge: str | None) -> pl.DataFrame:
+    """One row per (policy, case): figures joined with the judge's verdict (label null: not judged)."""
+    figures = run.table("figures")
+    if judge is None:
+        verdicts = pl.DataFrame(
+            schema={"policy": pl.String, "case_id": pl.String, "label": pl.String}
+        ).with_columns(pl.lit(None).alias("losses"))
+    else:
+        verdicts = (
+            read_verdicts(run.path)
+            .filter(pl.col("judge") == judge)
+            .select("policy", "case_id", "label", "losses", "explanation", "unscored_reason")
+        )
+    return figures.join(verdicts, on=["policy", "case_id"], how="left")
+
+
+def _order(run: Run, frame: pl.DataFrame) -> list[str]:
+    """Policies in manifest order, then any others present in the frame."""
+    seen = list(run.policies)
+    extra = sorted(set(frame["policy"].to_list()) - set(seen)) if frame.height else []
+    present = set(frame["policy"].to_list()) if frame.height else set()
+    return [p for p in seen if p in present] + extra
+
+
+def _pct(x: float) -> float:
+    return 100.0 * x if not math.isnan(x) else math.nan
+
+
+# --- (a) no-impact ----------------------------------------------------------------------------
+
+NO_IMPACT_SCHEMA = {
+    "policy": pl.String,
+    "name": pl.String,
+    "cases": pl.Int64,
+    "not_judged": pl.Int64,
+    "unscored": pl.Int64,
+    "n": pl.Int64,
+    "no_impact": pl.Int64,
+    "pruning_pct": pl.Float64,
+    "pruning_lo": pl.Float64,
+    "pruning_hi": pl.Float64,
+    "no_impact_pct": pl.Float64,
+    "wilson_lo": pl.Float64,
+    "wilson_hi": pl.Float64,
+    "boot_lo": pl.Float64,
+    "boot_hi": pl.Float64,
+}
+
+
+def no_impact_table(
+    outcomes: pl.DataFrame,
+    policies: Sequence[str],
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    alpha: float = 0.05,
+) -> pl.DataFrame:
+    """Per policy: n judged, unscored, mean pruning % (cluster bootstrap CI), no-impact % with
+    Wilson and cluster-bootstrap CIs — the shape of the Self-GC tables.
+
+    Pruning is the mean over every replayed case of the policy; no-impact counts only scored
+    verdicts (``n`` = no_impact + impact).
+    """
+    rows = []
+    for policy in policies:
+        frame = outcomes.filter(pl.col("policy") == policy)
+        labels = frame["label"]
+        unscored = int((labels == "unscored").sum())
+        scored = frame.filter(pl.col("label").is_in(["no_impact", "impact"]))
+        k = int((scored["label"] == "no_impact").sum())
+        n = scored.height
+        prune = stats.cluster_bootstrap_mean(
+            frame["pruning_rate"].fill_null(0.0).to_numpy(),
+            frame["session_id"].to_list(),
+            seed,
+            n_boot,
+            alpha,
+        )
+        w = stats.wilson(k, n, alpha)
+        boot = stats.cluster_bootstrap_mean(
+            (scored["label"] == "no_impact").cast(pl.Float64).to_numpy(),
+            scored["session_id"].to_list(),
+            seed,
+            n_boot,
+            alpha,
+        )
+        names = frame["policy_name"].drop_nulls()
+        rows.append(
+            {
+                "policy": policy,
+                "name": names[0] if len(names) else policy,
+                "cases": frame.height,
+                "not_judged": int(labels.is_null().sum()),
+                "unscored": unscored,
+                "n": n,
+                "no_impact": k,
+                "pruning_pct": _pct(prune.estimate),
+                "pruning_lo": _pct(prune.low),
+                "pruning_hi": _pct(prune.high),
+                "no_impact_pct": _pct(w.estimate),
+                "wilson_lo": _pct(w.low),
+                "wilson_hi": _pct(w.high),
+                "boot_lo": _pct(boot.low),
+                "boot_hi": _pct(boot.high),
+            }
+        )
+    return pl.DataFrame(rows, schema=NO_IMPACT_SCHEMA)
+
+
+def best_policy(table: pl.DataFrame) -> str | None:
+    """The policy with the highest no-impact rate; ties go to more pruning, then to the name."""
+    scored = table.filter(pl.col("n") > 0)
+    if scored.height == 0:
+        return None
+    ranked = scored.sort(["no_impact_pct", "pruning_pct", "policy"], descending=[True, True, False])
+    return str(ranked["policy"][0])
+
+
+# --- (b) paired comparisons -------------------------------------------------------------------
+
+PAIRED_SCHEMA = {
+    "policy": pl.String,
+    "reference": pl.String,
+    "n_paired": pl.Int64,
+    "both_no_impact": pl.Int64,
+    "b": pl.Int64,  # policy no_impact, reference impact
+    "c": pl.Int64,  # policy impact, reference no_impact
+    "both_impact": pl.Int64,
+    "test": pl.String,
+    "statistic": pl.Float64,
+    "p": pl.Float64,
+    "p_holm": pl.Float64,
+    "diff_pct": pl.Float64,
+    "diff_lo": pl.Float64,
+    "diff_hi": pl.Float64,
+}
+
+
+def paired_table(
+    outcomes: pl.DataFrame,
+    policies: Sequence[str],
+    reference: str,
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    alpha: float = 0.05,
+    exact_below: int | None = stats.EXACT_BELOW,
+) -> pl.DataFrame:
+    """Each policy against ``reference`` on the cases both scored.
+
+    b = cases the policy kept no-impact and the reference did not, c = the reverse. McNemar's
+    test on (b, c) — exact binomial below ``exact_below`` discordant pairs, chi-square with
+    continuity correction from there (column ``test``) — Holm-adjusted across the compared
+    policies, and the difference in no-impact rate (policy − reference, percentage points) with
+    a paired session-cluster bootstrap interval.
+    """
+    scored = outcomes.filter(pl.col("label").is_in(["no_impact", "impact"])).select(
+        "policy", "case_id", "session_id", (pl.col("label") == "no_impact").alias("ok")
+    )
+    ref = scored.filter(pl.col("policy") == reference).select(
+        "case_id", pl.col("ok").alias("ref_ok")
+    )
+    rows = []
+    for policy in policies:
+        if policy == reference:
+            continue
+        both = scored.filter(pl.col("policy") == policy).join(ref, on="case_id", how="inner")
+        ok = both["ok"]
+        ref_ok = both["ref_ok"]
+        b = int((ok & ~ref_ok).sum())
+        c = int((~ok & ref_ok).sum())
+        test = stats.mcnemar(b, c, exact_below) if both.height else None
+        diff = stats.paired_bootstrap_diff(
+            ok.cast(pl.Float64).to_numpy(),
+            ref_ok.cast(pl.Float64).to_numpy(),
+            both["session_id"].to_list(),
+            seed,
+            n_boot,
+            alpha,
+        )
+        rows.append(
+            {
+                "policy": policy,
+                "reference": reference,
+                "n_paired": both.height,
+                "both_no_impact": int((ok & ref_ok).sum()),
+                "b": b,
+                "c": c,
+                "both_impact": int((~ok & ~ref_ok).sum()),
+                "test": test.method if test else None,
+                "statistic": test.statistic if test else math.nan,
+                "p": test.pvalue if test else math.nan,
+                "p_holm": math.nan,
+                "diff_pct": _pct(diff.estimate),
+                "diff_lo": _pct(diff.low),
+                "diff_hi": _pct(diff.high),
+            }
+        )
+    frame = pl.DataFrame(rows, schema=PAIRED_SCHEMA)
+    if frame.height:
+        adjusted = stats.holm(frame["p"].to_list(), alpha).adjusted
+        frame = frame.with_columns(pl.Series("p_holm", adjusted, dtype=pl.Float64))
+    return frame
+
+
+# --- (c) failure taxonomy ---------------------------------------------------------------------
+
+LOSSES_SCHEMA = {
+    "policy": pl.String,
+    "category": pl.String,
+    "case_id": pl.String,
+    "session_id": pl.String,
+    "anchor": pl.String,
+    "source_object": pl.String,
+    "need_seq": pl.Int64,
+    "detail": pl.String,
+    "show": pl.String,
+}
+
+
+def losses_frame(run: Run | str | os.PathLike[str], outcomes: pl.DataFrame) -> pl.DataFrame:
+    """Every lost dependency of every scored verdict, with the command that opens its case."""
+    scored = outcomes.filter(pl.col("label").is_in(["no_impact", "impact"]))
+    rows = []
+    for r in scored.select("policy", "case_id", "session_id", "losses").iter_rows(named=True):
+        for loss in r["losses"] or ():
+            rows.append(
+                {
+                    "policy": r["policy"],
+                    "category": loss["category"],
+                    "case_id": r["case_id"],
+                    "session_id": r["session_id"],
+                    "anchor": loss["anchor"],
+                    "source_object": loss["source_object"],
+                    "need_seq": loss["need_seq"],
+                    "detail": loss["detail"],
+                    "show": show_command(run, r["case_id"], r["policy"]),
+                }
+            )
+    return pl.DataFrame(rows, schema=LOSSES_SCHEMA).sort(
+        ["policy", "category", "case_id", "need_seq", "anchor"], nulls_last=True
+    )
+
+
+TAXONOMY_SCHEMA = {
+    "policy": pl.String,
+    "category": pl.String,
+    "n": pl.Int64,  # scored verdicts of the policy
+    "cases": pl.Int64,  # of which with at least one loss of the category
+    "losses": pl.Int64,  # lost dependencies of the category
+    "rate_pct": pl.Float64,  # cases / n × 100
+}
+
+
+def taxonomy_table(
+    outcomes: pl.DataFrame, losses: pl.DataFrame, policies: Sequence[str]
+) -> pl.DataFrame:
+    """Policy × category: cases with ≥ 1 loss of the category, losses, and the share of scored
+    cases (long form; all six categories for every policy, then any other category a judge used)."""
+    extra = sorted(set(losses["category"].to_list()) - set(CATEGORIES))
+    rows = []
+    for policy in policies:
+        n = outcomes.filter(
+            (pl.col("policy") == policy) & pl.col("label").is_in(["no_impact", "impact"])
+        ).height
+        mine = losses.filter(pl.col("policy") == policy)
+        for category in (*CATEGORIES, *extra):
+            of = mine.filter(pl.col("category") == category)
+            cases = of["case_id"].n_unique()
+            rows.append(
+                {
+                    "policy": policy,
+                    "category": category,
+                    "n": n,
+                    "cases": cases,
+                    "losses": of.height,
+                    "rate_pct": 100.0 * cases / n if n else math.nan,
+                }
+            )
+    return pl.DataFrame(rows, schema=TAXONOMY_SCHEMA)
+
+
+def example_losses(losses: pl.DataFrame, per: int = EXAMPLES) -> pl.DataFrame:
+    """Up to ``per`` losses of each (policy, category): one per case, from as many different
+    sessions as there are (cases of one session often lose the same anchor at successive cuts)."""
+    if losses.height == 0:
+        return losses
+    firsts = losses.unique(["policy", "category", "case_id"], keep="first", maintain_order=True)
+    ranked = firsts.with_columns(
+        pl.int_range(pl.len()).over(["policy", "category", "session_id"]).alias("_rank")
+    ).sort(["policy", "category", "_rank", "case_id"])
+    return (
+        ranked.group_by(["policy", "category"], maintain_order=True)
+        .head(per)
+        .drop("_rank")
+        .sort(["policy", "category", "case_id"])
+        .select(list(LOSSES_SCHEMA))
+    )
+
+
+def normalise_category(category: str, known: Sequence[str] = CATEGORIES) -> str:
+    """``locator/handle``, ``Locator-Handle``, ``behavioral contract`` → the schema's name."""
+    key = re.sub(r"[\s/\-]+", "_", category.strip().lower()).replace("behavioral", "behavioural")
+    if key in known:
+        return key
+    raise ReportError(f"unknown category {category!r}; categories: {', '.join(known)}")
+
+
+def audit(
+    run: Run | str | os.PathLike[str],
+    category: str,
+    policy: str | None = None,
+    judge: str | None = "anchor",
+) -> pl.DataFrame:
+    """Every loss of one failure category, with its evidence and the ``show`` command.
+
+    Columns: policy, category, case_id, session_id, anchor, source_object, need_seq, detail,
+    show. ``policy`` (a label or a name) keeps one policy.
+    """
+    r = _run(run)
+    verdicts = read_verdicts(r.path)
+    label = resolve_judge(verdicts, judge)
+    losses = losses_frame(r, outcomes(r, label))
+    cat = normalise_category(category, (*CATEGORIES, *sorted(set(losses["category"].to_list()))))
+    out = losses.filter(pl.col("category") == cat)
+    if policy is not None:
+        out = out.filter(pl.col("policy") == r.resolve_policy(policy))
+    return out
+
+
+# --- (d) cost -------------------------------------------------------------------------------
+
+COST_SCHEMA = {
+    "policy": pl.String,
+    "cases": pl.Int64,
+    "committed": pl.Int64,
+    "cache_breaks": pl.Int64,
+    "cache_break_tokens": pl.Int64,
+    "requests": pl.Int64,
+    "input_baseline": pl.Int64,
+    "input_policy": pl.Int64,
+    "input_saved_pct": pl.Float64,
+    "cached_max_baseline": pl.Int64,
+    "cached_max_policy": pl.Int64,
+    "output_tokens": pl.Int64,
+    "usd_baseline_low": pl.Float64,
+    "usd_baseline_high": pl.Float64,
+    "usd_policy_low": pl.Float64,
+    "usd_policy_high": pl.Float64,
+    "usd_delta_low": pl.Float64,
+    "usd_delta_high": pl.Float64,
+    "planner_usd": pl.Float64,
+    "recorded_cache": pl.Int64,
+    "commit_decisions": pl.String,
+}
+
+_MEASURED = re.compile(r"\s[-+]?\d[\d.eE+-]*(?:\s+USD)?(?=\s*(?:<=|>=|<|>|=))")
+
+
+def commit_kind(reason: str | None) -> str:
+    """A commit reason without the case's measured value: ``pruning 0.786 > 0.3`` →
+    ``pruning > 0.3``, so reasons can be counted."""
+    if not reason:
+        return "none"
+    return _MEASURED.sub("", reason).strip()
+
+
+def commit_reasons(figures: pl.DataFrame) -> pl.DataFrame:
+    """Policy × (committed, reason kind): case counts of the commit decisions."""
+    if figures.height == 0:
+        return pl.DataFrame(
+            schema={
+                "policy": pl.String,
+                "committed": pl.Boolean,
+                "reason": pl.String,
+                "cases": pl.Int64,
+            }
+        )
+    return (
+        figures.select(
+            "policy",
+            pl.col("committed").fill_null(False),
+            pl.col("commit_reason")
+            .map_elements(commit_kind, return_dtype=pl.String)
+            .alias("reason"),
+        )
+        .group_by(["policy", "committed", "reason"])
+        .agg(pl.len().cast(pl.Int64).alias("cases"))
+        .sort(["policy", "committed", "cases", "reason"], descending=[False, True, True, False])
+    )
+
+
+def cost_table(figures: pl.DataFrame, policies: Sequence[str]) -> pl.DataFrame:
+    """Per policy, sums over its cases of the figures' cost columns (see ``replay/cost.py``).
+
+    Each case's future requests are costed as if the policy edited at that cut only; USD is a
+    range, low = perfect prefix caching, high = no caching (unless the trace recorded cache hits),
+    and the delta is policy − baseline under the same assumption (low with low, high with high).
+    ``cache_breaks`` counts committed cases whose edit broke the prompt cache.
+    """
+    reasons = commit_reasons(figures)
+    rows = []
+    for policy in policies:
+        f = figures.filter(pl.col("policy") == policy)
+
+        def total(col: str, frame: pl.DataFrame = f) -> int:
+            return int(frame[col].fill_null(0).sum())
+
+        def usd(col: str, frame: pl.DataFrame = f) -> float:
+            return float(frame[col].fill_null(0.0).sum())
+
+        committed = f.filter(pl.col("committed").fill_null(False))
+        base, pol = total("input_baseline"), total("input_policy")
+        decisions = reasons.filter(pl.col("policy") == policy)
+        summary = "; ".join(
+            f"{'commit' if r['committed'] else 'skip'}: {r['reason']} ×{r['cases']}"
+            for r in decisions.iter_rows(named=True)
+        )
+        rows.append(
+            {
+                "policy": policy,
+                "cases": f.height,
+                "committed": committed.height,
+                "cache_breaks": int((committed["cache_break_tokens"].fill_null(0) > 0).sum()),
+                "cache_break_tokens": total("cache_break_tokens", committed),
+                "requests": total("requests"),
+                "input_baseline": base,
+                "input_policy": pol,
+                "input_saved_pct": 100.0 * (base - pol) / base if base else math.nan,
+                "cached_max_baseline": total("cached_max_baseline"),
+                "cached_max_policy": total("cached_max_policy"),
+                "output_tokens": total("output_tokens"),
+                "usd_baseline_low": usd("usd_baseline_low"),
+                "usd_baseline_high": usd("usd_baseline_high"),
+                "usd_policy_low": usd("usd_policy_low"),
+                "usd_policy_high": usd("usd_policy_high"),
+                "usd_delta_low": usd("usd_policy_low") - usd("usd_baseline_low"),
+                "usd_delta_high": usd("usd_policy_high") - usd("usd_baseline_high"),
+                "planner_usd": usd("planner_usd"),
+                "recorded_cache": int(f["recorded_cache"].fill_null(False).sum()),
+                "commit_decisions": summary,
+            }
+        )
+    return pl.DataFrame(rows, schema=COST_SCHEMA)
+
+
+# --- the report -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Report:
+    """Every table of a run's report, and the metadata needed to reproduce it.
+
+    Frames: ``no_impact``, ``paired``, ``taxonomy``, ``examples`` (example losses with their
+    ``show`` commands), ``cost``, ``commit_reasons``; ``losses`` holds every loss (for audits).
+    """
+
+    run: Path
+    judge: str | None
+    reference: str | None
+    seed: int
+    bootstrap: int
+    alpha: float
+    no_impact: pl.DataFrame
+    paired: pl.DataFrame
+    taxonomy: pl.DataFrame
+    examples: pl.DataFrame
+    cost: pl.DataFrame
+    commit_reasons: pl.DataFrame
+    losses: pl.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """The tables a report shows, by name, in report order."""
+        return {
+            "no_impact": self.no_impact,
+            "paired": self.paired,
+            "taxonomy": self.taxonomy,
+            "examples": self.examples,
+            "cost": self.cost,
+            "commit_reasons": self.commit_reasons,
+        }
+
+    def plot(self, path: str | os.PathLike[str] | None = None) -> bytes:
+        """The trade-off plot as PNG bytes (also written to ``path`` when given)."""
+        from .plot import tradeoff_plot
+
+        return tradeoff_plot(self.no_impact, path, title=f"{self.run.name} · judge {self.judge}")
+
+    def render(self, fmt: str = "terminal") -> str:
+        """The report as text: terminal, markdown, csv (sections), json or html."""
+        from .render import render
+
+        return render(self, fmt)
+
+    def save(self, path: str | os.PathLike[str], fmt: str | None = None) -> list[Path]:
+        """Write the report; csv to a folder (one file per table) unless ``path`` ends in .csv."""
+        from .render import save
+
+        return save(self, path, fmt)
+
+
+def _metadata(run: Run, judge: str | None, verdict_count: int, **report: Any) -> dict[str, Any]:
+    m = run.manifest
+    return {
+        "run": str(run.path),
+        "report_created_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
+        "ctxreplay_version": __version__,
+        "run_ctxreplay_version": m.get("ctxreplay_version"),
+        "run_created_at": m.get("created_at"),
+        "run_completed_at": m.get("completed_at"),
+        "corpus_path": m.get("corpus_path"),
+        "corpus_fingerprint": m.get("corpus_fingerprint"),
+        "cases_path": m.get("cases_path"),
+        "cases_fingerprint": m.get("cases_fingerprint"),
+        "cases": m.get("cases"),
+        "tokenizer": m.get("tokenizer"),
+        "tariff": m.get("tariff"),
+        "replay_seed": m.get("seed"),
+        "policies": {
+            label: {"name": d.get("name"), "params": d.get("params", {})}
+            for label, d in m.get("policies", {}).items()
+        },
+        "judge": judge,
+        "verdicts": verdict_count,
+        **report,
+    }
+
+
+def build_report(
+    run_path: Run | str | os.PathLike[str],
+    judge: str | None = "anchor",
+    reference: str | None = None,
+    seed: int = 0,
+    bootstrap: int = 2000,
+    *,
+    alpha: float = 0.05,
+    examples: int = EXAMPLES,
+    exact_below: int | None = stats.EXACT_BELOW,
+) -> Report:
+    """Every table of a run's report.
+
+    ``judge``: a judge label, or a name with one label in the run (None: the run's only judge,
+    else anchor). ``reference``: the policy the
+    paired comparisons are against (default: the best no-impact rate, ties to more pruning).
+    ``seed`` and ``bootstrap`` set the session-cluster bootstraps.
+    """
+    run = _run(run_path)
+    verdicts = read_verdicts(run.path)
+    label = resolve_judge(verdicts, judge)
+    notes: list[str] = []
+    if label is None:
+        notes.append(f"no verdicts yet: run `ctxreplay judge {shlex.quote(str(run.path))}`")
+    rows = outcomes(run, label)
+    policies = _order(run, rows)
+    table = no_impact_table(rows, policies, seed=seed, n_boot=bootstrap, alpha=alpha)
+    not_judged = int(table["not_judged"].sum()) if table.height else 0
+    if label is not None and not_judged:
+        notes.append(f"{not_judged} (case, policy) pairs have no verdict from {label}")
+    if reference is not None:
+        reference = run.resolve_policy(reference)
+        chosen = "given"
+    else:
+        reference = best_policy(table)
+        chosen = "best no-impact rate (ties: more pruning)"
+    paired = (
+        paired_table(
+            rows,
+            policies,
+            reference,
+            seed=seed,
+            n_boot=bootstrap,
+            alpha=alpha,
+            exact_below=exact_below,
+        )
+        if reference is not None
+        else pl.DataFrame(schema=PAIRED_SCHEMA)
+    )
+    losses = losses_frame(run, rows)
+    figures = run.table("figures")
+    meta = _metadata(
+        run,
+        label,
+        int(verdicts.filter(pl.col("judge") == label).height) if label else 0,
+        reference=reference,
+        reference_chosen=chosen,
+        seed=seed,
+        bootstrap=bootstrap,
+        alpha=alpha,
+        mcnemar=(
+            "exact binomial always"
+            if exact_below is None
+            else f"exact binomial when b + c < {exact_below}, else chi-square with continuity correction"
+        ),
+    )
+    return Report(
+        run=run.path,
+        judge=label,
+        reference=reference,
+        seed=seed,
+        bootstrap=bootstrap,
+        alpha=alpha,
+        no_impact=table,
+        paired=paired,
+        taxonomy=taxonomy_table(rows, losses, policies),
+        examples=example_losses(losses, examples),
+        cost=cost_table(figures, policies),
+        commit_reasons=commit_reasons(figures),
+        losses=losses,
+        meta=json.loads(json.dumps(meta, default=str)),
+        notes=tuple(notes),
+    )
