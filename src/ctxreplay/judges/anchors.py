@@ -157,7 +157,7 @@ CONSTRAINT = re.compile(
     r"without|keep the|keep it|no more than|at most|at least|instead of|stick to|from now on)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=\S))+[.!?]?")  # "3.9" and "app.py" do not end a sentence
 _STOP = frozenset(
     [
         "the",

@@ -82,8 +82,11 @@ def resolve_judge(verdicts: pl.DataFrame, judge: str | None) -> str | None:
     raise ReportError(f"no verdicts from judge {judge!r}; this run has: {', '.join(labels)}")
 
 
-def outcomes(run: Run, judge: str | None) -> pl.DataFrame:
-    """One row per (policy, case): figures joined with the judge's verdict (label null: not judged)."""
+def outcomes(run: Run, judge: str | None, verdicts: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per (policy, case): figures joined with the judge's verdict (label null: not judged).
+
+    ``verdicts``: the run's verdicts when already read (``read_verdicts(run.path)``).
+    """
     figures = run.table("figures")
     if judge is None:
         verdicts = pl.DataFrame(
@@ -91,7 +94,7 @@ def outcomes(run: Run, judge: str | None) -> pl.DataFrame:
         ).with_columns(pl.lit(None).alias("losses"))
     else:
         verdicts = (
-            read_verdicts(run.path)
+            (verdicts if verdicts is not None else read_verdicts(run.path))
             .filter(pl.col("judge") == judge)
             .select("policy", "case_id", "label", "losses", "explanation", "unscored_reason")
         )
@@ -404,7 +407,7 @@ def audit(
     r = _run(run)
     verdicts = read_verdicts(r.path)
     label = resolve_judge(verdicts, judge)
-    losses = losses_frame(r, outcomes(r, label))
+    losses = losses_frame(r, outcomes(r, label, verdicts))
     cat = normalise_category(category, (*CATEGORIES, *sorted(set(losses["category"].to_list()))))
     out = losses.filter(pl.col("category") == cat)
     if policy is not None:
@@ -636,7 +639,7 @@ def build_report(
     notes: list[str] = []
     if label is None:
         notes.append(f"no verdicts yet: run `ctxreplay judge {shlex.quote(str(run.path))}`")
-    rows = outcomes(run, label)
+    rows = outcomes(run, label, verdicts)
     policies = _order(run, rows)
     table = no_impact_table(rows, policies, seed=seed, n_boot=bootstrap, alpha=alpha)
     not_judged = int(table["not_judged"].sum()) if table.height else 0
