@@ -439,6 +439,227 @@ def calibrate_cmd(
         click.echo(result.render())
 
 
+@main.command("report")
+@click.argument("run", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--judge",
+    default=None,
+    help="Which judge's verdicts (default: the run's only judge, else anchor).",
+)
+@click.option(
+    "--reference",
+    default=None,
+    help="Policy the others are compared with (default: best no-impact).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["terminal", "markdown", "csv", "json", "html"]),
+    default=None,
+    help="Default: terminal, or from the -o file's suffix.",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write to a file (or folder for csv).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--bootstrap", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
+def report_cmd(
+    run: Path,
+    judge: str | None,
+    reference: str | None,
+    fmt: str | None,
+    out: Path | None,
+    seed: int,
+    bootstrap: int,
+) -> None:
+    """No-impact with Wilson intervals, paired tests, taxonomy audit, cost, trade-off plot."""
+    from .replay.engine import RunError
+    from .reports import RenderError, ReportError, build_report
+
+    try:
+        report = build_report(run, judge=judge, reference=reference, seed=seed, bootstrap=bootstrap)
+        if out is None:
+            click.echo(report.render(fmt or "terminal"))
+        else:
+            for path in report.save(out, fmt):
+                click.echo(f"wrote {path}")
+    except (ReportError, RunError, RenderError) as e:
+        _fail(str(e), 2)
+
+
+@main.command("audit")
+@click.argument("run", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--category",
+    required=True,
+    help="evidence_detail · locator_handle · behavioural_contract · verbatim_source · live_state · recovery_routing",
+)
+@click.option("--policy", default=None, help="Only this policy.")
+@click.option("--judge", default="anchor", show_default=True)
+@click.option("--max-rows", type=int, default=50, show_default=True)
+def audit_cmd(run: Path, category: str, policy: str | None, judge: str, max_rows: int) -> None:
+    """List the losses of one category with their evidence, for a person to inspect."""
+    import polars as pl
+
+    from .replay.engine import RunError
+    from .reports import ReportError, audit
+
+    try:
+        frame = audit(run, category, policy=policy, judge=judge)
+    except (ReportError, RunError) as e:
+        _fail(str(e), 2)
+    if frame.height == 0:
+        click.echo(f"no {category} losses" + (f" under {policy}" if policy else ""))
+        return
+    click.echo(f"{frame.height} {category} losses" + (f" under {policy}" if policy else ""))
+    with pl.Config(
+        tbl_rows=max_rows,
+        tbl_cols=-1,
+        fmt_str_lengths=70,
+        tbl_width_chars=220,
+        tbl_hide_dataframe_shape=True,
+    ):
+        click.echo(frame.head(max_rows))
+
+
+@main.command("export-verdicts")
+@click.argument("run", type=click.Path(exists=True, path_type=Path))
+@click.option("--to", "to", required=True, type=click.Choice(["otel", "phoenix", "langfuse"]))
+@click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path))
+@click.option("--judge", default="anchor", show_default=True)
+def export_verdicts_cmd(run: Path, to: str, out: Path, judge: str) -> None:
+    """Verdicts as OpenTelemetry gen_ai.evaluation.result events, Phoenix Parquet or Langfuse scores."""
+    from .replay.engine import RunError
+    from .reports import ReportError, export_verdicts
+
+    try:
+        click.echo(export_verdicts(run, to, out, judge=judge).render())
+    except (ReportError, RunError) as e:
+        _fail(str(e), 2)
+
+
+def _load_config(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    if value is None:
+        return
+    import tomllib
+
+    try:
+        doc = tomllib.loads(value.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise click.BadParameter(f"{value}: {e}") from None
+    ctx.default_map = {
+        **(ctx.default_map or {}),
+        **{k.replace("-", "_"): v for k, v in doc.items()},
+    }
+
+
+@main.command("run")
+@click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    callback=_load_config,
+    is_eager=True,
+    expose_value=False,
+    help="TOML file whose keys are these options.",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Folder for every stage.",
+)
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    help="Trace files or folders to import (none: synthesise).",
+)
+@click.option("--synth-sessions", type=int, default=200, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--trigger", "triggers", multiple=True, default=("user-turns",), show_default=True)
+@click.option("--window", type=int, default=None)
+@click.option("--horizon", default="all", show_default=True)
+@click.option("--suite", default=None)
+@click.option("--sample", type=int, default=None)
+@click.option(
+    "--policy", "policies", multiple=True, help="Repeatable; default: every built-in policy."
+)
+@click.option("--workers", type=int, default=2, show_default=True)
+@click.option("--tariff", default=None)
+@click.option("--tariffs", "tariffs_path", default=None)
+@click.option("--judge", default="anchor", show_default=True)
+@click.option("--base-url", default=None)
+@click.option("--model", default=None)
+@click.option("--api-key-env", default=None)
+@click.option("--reference", default=None)
+@click.option("--bootstrap", type=int, default=2000, show_default=True)
+@click.option(
+    "--report-format",
+    type=click.Choice(["terminal", "markdown", "csv", "json"]),
+    default="terminal",
+    show_default=True,
+)
+@click.option("--quiet", is_flag=True)
+def run_cmd(**opts: object) -> None:
+    """Import (or synthesise) → cases → replay → judge → report, reusing stages already done."""
+    from .pipeline import DEMO_POLICIES, PipelineConfig
+
+    judge_options = {
+        k: str(opts[k]) for k in ("base_url", "model", "api_key_env") if opts[k] is not None
+    }
+    cfg = PipelineConfig(
+        out=Path(str(opts["out"])),
+        sources=[str(s) for s in opts["sources"]],  # type: ignore[union-attr]
+        synth_sessions=int(opts["synth_sessions"]),  # type: ignore[arg-type]
+        seed=int(opts["seed"]),  # type: ignore[arg-type]
+        triggers=tuple(opts["triggers"]),  # type: ignore[arg-type]
+        window=opts["window"],  # type: ignore[arg-type]
+        horizon=str(opts["horizon"]),
+        suite=opts["suite"],  # type: ignore[arg-type]
+        sample=opts["sample"],  # type: ignore[arg-type]
+        policies=tuple(opts["policies"]) or DEMO_POLICIES,  # type: ignore[arg-type]
+        workers=int(opts["workers"]),  # type: ignore[arg-type]
+        tariff=opts["tariff"],  # type: ignore[arg-type]
+        tariffs_path=opts["tariffs_path"],  # type: ignore[arg-type]
+        judge=str(opts["judge"]),
+        judge_options=judge_options,
+        reference=opts["reference"],  # type: ignore[arg-type]
+        bootstrap=int(opts["bootstrap"]),  # type: ignore[arg-type]
+        report_format=str(opts["report_format"]),
+        progress=not opts["quiet"],
+    )
+    _run_pipeline(cfg)
+
+
+def _run_pipeline(cfg) -> None:
+    from .datasets.cases import CaseError
+    from .datasets.store import CorpusError
+    from .pipeline import run_pipeline
+    from .registry import UnknownPluginError
+    from .replay.engine import RunError
+    from .reports import ReportError
+
+    try:
+        run_pipeline(cfg, echo=click.echo)
+    except (
+        CaseError,
+        CorpusError,
+        RunError,
+        ReportError,
+        UnknownPluginError,
+        ValueError,
+        FileNotFoundError,
+    ) as e:
+        _fail(str(e), 2)
+
+
 @main.command("demo")
 @click.option(
     "-o",
@@ -454,13 +675,12 @@ def calibrate_cmd(
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def demo_cmd(out: Path, sessions: int, seed: int, workers: int, quiet: bool) -> None:
     """The whole job on the built-in synthetic corpus, offline: every policy, judged, reported."""
-    from .pipeline import PipelineConfig, run_pipeline
+    from .pipeline import PipelineConfig
 
-    run_pipeline(
+    _run_pipeline(
         PipelineConfig(
             out=out, synth_sessions=sessions, seed=seed, workers=workers, progress=not quiet
-        ),
-        echo=click.echo,
+        )
     )
 
 

@@ -41,6 +41,11 @@ class PipelineConfig:
     workers: int = 2
     tariff: str | None = None
     tariffs_path: str | None = None
+    judge: str = "anchor"
+    judge_options: dict[str, str] = field(default_factory=dict)
+    reference: str | None = None
+    bootstrap: int = 2000
+    report_format: str = "terminal"
     progress: bool = True
 
 
@@ -87,7 +92,9 @@ def prepare_cases(cfg: PipelineConfig, corpus: Corpus) -> tuple[Path, str]:
 
 def run_pipeline(cfg: PipelineConfig, echo=print) -> Path:
     """Run every stage that is not done yet; returns the run folder."""
+    from .judges.engine import run_judge
     from .replay.engine import run_replay
+    from .reports import build_report
 
     os.makedirs(cfg.out, exist_ok=True)
     corpus, said = prepare_corpus(cfg)
@@ -107,4 +114,34 @@ def run_pipeline(cfg: PipelineConfig, echo=print) -> Path:
         seed=cfg.seed,
     )
     echo(summary.render())
+    judged = run_judge(
+        run,
+        cfg.judge,
+        workers=cfg.workers,
+        progress=cfg.progress,
+        overrides=dict(cfg.judge_options),
+    )
+    echo(judged.render())
+    report = build_report(
+        run, judge=judged.judge, reference=cfg.reference, seed=cfg.seed, bootstrap=cfg.bootstrap
+    )
+    echo(report.render(cfg.report_format))
+    for path in report.save(cfg.out / "report.html"):
+        echo(f"HTML report: {path}")
     return run
+
+
+def load_config(path: str | os.PathLike[str]) -> dict[str, object]:
+    """A TOML file whose keys are the options of ``ctxreplay run`` (dashes or underscores)."""
+    import tomllib
+
+    with open(path, "rb") as f:
+        doc = tomllib.load(f)
+    flat: dict[str, object] = {}
+    for key, value in doc.items():
+        if isinstance(value, dict):  # [judge] base_url = ... → judge_options
+            for k, v in value.items():
+                flat[f"{key}.{k}".replace("-", "_")] = v
+        else:
+            flat[key.replace("-", "_")] = value
+    return flat

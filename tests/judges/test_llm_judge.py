@@ -10,10 +10,8 @@ import json
 import pickle
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI, Reply, chat_body, error_body
 
 from ctxreplay.datasets.messages import Message, Part
 from ctxreplay.datasets.tokenizer import get_tokenizer
@@ -22,6 +20,7 @@ from ctxreplay.judges.llm import VERDICT_SCHEMA, LLMJudge, LLMJudgeParams
 from ctxreplay.judges.prompt import render_prompt
 from ctxreplay.llm import LocalModelServer, forget_endpoints, local_model_available
 from ctxreplay.replay.objects import build_index
+from fake_openai import FakeOpenAI, Reply, chat_body, error_body
 
 count = get_tokenizer().count
 

@@ -11,17 +11,21 @@ import threading
 import time
 
 import polars as pl
-from fake_openai import FakeOpenAI, Reply, chat_body
 
 from ctxreplay.judges.engine import read_verdicts, run_judge
 from ctxreplay.replay.engine import run_replay
+from fake_openai import FakeOpenAI, Reply, chat_body
 
-ANSWER = json.dumps({"verdict": "no_impact", "losses": [], "explanation": "all anchors still visible"})
+ANSWER = json.dumps(
+    {"verdict": "no_impact", "losses": [], "explanation": "all anchors still visible"}
+)
 
 
 def test_killed_judge_run_resumes_without_paying_twice(synth_corpus, synth_cases, tmp_path) -> None:
     run = tmp_path / "run"
-    summary = run_replay(synth_corpus, synth_cases, ["noop", "tool-prune"], run, workers=1, progress=False)
+    summary = run_replay(
+        synth_corpus, synth_cases, ["noop", "tool-prune"], run, workers=1, progress=False
+    )
     pairs = summary.cases * 2
     stop_after = pairs // 2
     answered: list[str] = []
@@ -45,10 +49,27 @@ def test_killed_judge_run_resumes_without_paying_twice(synth_corpus, synth_cases
 
     with FakeOpenAI(default=reply) as server:
         cmd = [
-            sys.executable, "-m", "ctxreplay.cli", "judge", str(run), "--judge", "llm",
-            "--base-url", server.base_url, "--model", "fake", "--concurrency", "1", "--quiet",
+            sys.executable,
+            "-m",
+            "ctxreplay.cli",
+            "judge",
+            str(run),
+            "--judge",
+            "llm",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake",
+            "--concurrency",
+            "1",
+            "--quiet",
         ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "OPENAI_API_KEY": "sk-test"},
+        )
         assert blocked.wait(120), proc.communicate(timeout=5)
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
@@ -56,7 +77,12 @@ def test_killed_judge_run_resumes_without_paying_twice(synth_corpus, synth_cases
         first = read_verdicts(run, "llm").height
         assert first < pairs  # it really was stopped half way
         time.sleep(0.1)
-        done = run_judge(run, "llm", overrides={"base_url": server.base_url, "model": "fake", "concurrency": "1"}, progress=False)
+        done = run_judge(
+            run,
+            "llm",
+            overrides={"base_url": server.base_url, "model": "fake", "concurrency": "1"},
+            progress=False,
+        )
     verdicts = read_verdicts(run, "llm")
     assert verdicts.height == pairs
     assert verdicts.select("policy", "case_id").is_duplicated().sum() == 0

@@ -131,7 +131,9 @@ class AnchorJudge(Judge):
         # long verbatim spans depend on editable bodies (tool output, the user's words, what a
         # call wrote), not on the agent repeating its own earlier prose
         bodies = [
-            "\n".join(p.arguments or "" for p in m.parts if p.type == "tool_call") if m.role == "assistant" else t
+            "\n".join(p.arguments or "" for p in m.parts if p.type == "tool_call")
+            if m.role == "assistant"
+            else t
             for m, t in zip(prefix, texts, strict=True)
         ]
         owner = owner_of(index)
@@ -152,7 +154,9 @@ class AnchorJudge(Judge):
                 if a.text in seen or a.text in always or a.text in self.common or a.text in got:
                     continue
                 where = bodies if a.kind in ("span", "quote") else texts
-                source = next((i for i in range(len(where) - 1, -1, -1) if a.text in where[i]), None)
+                source = next(
+                    (i for i in range(len(where) - 1, -1, -1) if a.text in where[i]), None
+                )
                 if source is None:
                     continue
                 seen.add(a.text)

@@ -157,7 +157,9 @@ CONSTRAINT = re.compile(
     r"without|keep the|keep it|no more than|at most|at least|instead of|stick to|from now on)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=\S))+[.!?]?")  # "3.9" and "app.py" do not end a sentence
+_SENTENCE = re.compile(
+    r"(?:[^.!?\n]|[.!?](?=\S))+[.!?]?"
+)  # "3.9" and "app.py" do not end a sentence
 _STOP = frozenset(
     [
         "the",
@@ -251,7 +253,9 @@ _IMPERATIVE = re.compile(
     r"(?:never|always|do not|don't|dont|make sure|ensure|avoid|only|stick to|keep|use|stop)\b",
     re.IGNORECASE,
 )
-_ASKED = re.compile(r"\b(?:i|we)\s+(?:want|need|would like|'d like|expect)\s+you\s+to\b", re.IGNORECASE)
+_ASKED = re.compile(
+    r"\b(?:i|we)\s+(?:want|need|would like|'d like|expect)\s+you\s+to\b", re.IGNORECASE
+)
 _FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|we|we're|we've|my|our)\b", re.IGNORECASE)
 
 

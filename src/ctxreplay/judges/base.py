@@ -115,7 +115,9 @@ class Judge:
             return params_label(self.name, self.params)
         defaults = self.Params()
         kept = {
-            f.name: getattr(self.params, f.name) if f.name not in self.operational else getattr(defaults, f.name)
+            f.name: getattr(self.params, f.name)
+            if f.name not in self.operational
+            else getattr(defaults, f.name)
             for f in dataclasses.fields(self.params)
         }
         return params_label(self.name, type(self.params)(**kept))

@@ -143,7 +143,16 @@ class LLMJudge(Judge):
     Params = LLMJudgeParams
     concurrent: ClassVar[bool] = True
     operational: ClassVar[frozenset[str]] = frozenset(
-        {"base_url", "api_key_env", "timeout", "max_retries", "concurrency", "cache_dir", "tariff", "tariffs_path"}
+        {
+            "base_url",
+            "api_key_env",
+            "timeout",
+            "max_retries",
+            "concurrency",
+            "cache_dir",
+            "tariff",
+            "tariffs_path",
+        }
     )
 
     def __init__(self, params: LLMJudgeParams | None = None) -> None:

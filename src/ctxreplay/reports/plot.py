@@ -37,10 +37,11 @@ def tradeoff_plot(
     Policies without scored verdicts have no y and are left out. Writes the PNG to ``path``
     when given.
     """
-    fig = Figure(figsize=(7.0, 5.0), dpi=dpi)
+    fig = Figure(figsize=(9.5, 5.0), dpi=dpi)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     points = table.filter(pl.col("n") > 0) if table.height else table
+    placed: list[tuple[float, float]] = []  # label anchors already used, in display points
     for i, r in enumerate(points.iter_rows(named=True)):
         x, y = r["pruning_pct"], r["no_impact_pct"]
         xe = _err(x, r["pruning_lo"], r["pruning_hi"])
@@ -57,20 +58,31 @@ def tradeoff_plot(
             elinewidth=1,
             capsize=3,
             markersize=6,
+            label=f"{r['policy']} (n={r['n']})",
         )
+        # a short number next to the point; coincident points get stacked numbers, and the
+        # legend on the right names them
+        dy = 6 + 10 * sum(1 for px, py in placed if abs(px - x) < 4 and abs(py - y) < 4)
+        placed.append((x, y))
         ax.annotate(
-            f"{r['policy']} (n={r['n']})",
-            (x, y),
-            xytext=(6, 6),
-            textcoords="offset points",
-            fontsize=8,
-            color=color,
+            str(i + 1), (x, y), xytext=(6, dy), textcoords="offset points", fontsize=8, color=color
         )
     ax.set_xlabel("pruning rate, % of prefix tokens removed (mean; bootstrap 95% CI)")
     ax.set_ylabel("no-impact, % of scored cases (Wilson 95% CI)")
     ax.set_xlim(-2, 102)
     ax.set_ylim(-2, 105)
     ax.grid(True, alpha=0.3)
+    if points.height:
+        handles, labels = ax.get_legend_handles_labels()
+        numbered = [f"{k}. {text}" for k, text in enumerate(labels, start=1)]
+        ax.legend(
+            handles,
+            numbered,
+            loc="center left",
+            bbox_to_anchor=(1.01, 0.5),
+            fontsize=7,
+            frameon=False,
+        )
     ax.set_title(title or "pruning vs no-impact", fontsize=10)
     fig.tight_layout()
     buf = io.BytesIO()

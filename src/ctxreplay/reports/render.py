@@ -124,7 +124,8 @@ def displays(report: Report) -> list[Display]:
             "No-impact and pruning by policy",
             "n = scored verdicts (unscored are counted and leave the denominator); pruning is the "
             "mean over all replayed cases with a session-cluster bootstrap 95% CI; no-impact has "
-            "its Wilson 95% CI and a session-cluster bootstrap 95% CI.",
+            "its Wilson 95% CI and a session-cluster bootstrap 95% CI; via recovery % = scored cases "
+            "whose no-impact relies on recovering a folded payload through its visible pointer.",
             [
                 ("policy", lambda r: r["policy"], False),
                 ("cases", lambda r: count(r["cases"]), True),
@@ -136,6 +137,7 @@ def displays(report: Report) -> list[Display]:
                 ("no-impact %", lambda r: num(r["no_impact_pct"]), True),
                 ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
                 ("cluster 95% CI", lambda r: ci(r["boot_lo"], r["boot_hi"]), True),
+                ("via recovery %", lambda r: num(r["recovery_pct"]), True),
             ],
             report.no_impact.to_dicts(),
         ),

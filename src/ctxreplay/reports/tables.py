@@ -91,12 +91,20 @@ def outcomes(run: Run, judge: str | None, verdicts: pl.DataFrame | None = None) 
     if judge is None:
         verdicts = pl.DataFrame(
             schema={"policy": pl.String, "case_id": pl.String, "label": pl.String}
-        ).with_columns(pl.lit(None).alias("losses"))
+        ).with_columns(pl.lit(None).alias("losses"), pl.lit(None, pl.Int32).alias("recoverable"))
     else:
         verdicts = (
             (verdicts if verdicts is not None else read_verdicts(run.path))
             .filter(pl.col("judge") == judge)
-            .select("policy", "case_id", "label", "losses", "explanation", "unscored_reason")
+            .select(
+                "policy",
+                "case_id",
+                "label",
+                "losses",
+                "recoverable",
+                "explanation",
+                "unscored_reason",
+            )
         )
     return figures.join(verdicts, on=["policy", "case_id"], how="left")
 
@@ -131,6 +139,7 @@ NO_IMPACT_SCHEMA = {
     "wilson_hi": pl.Float64,
     "boot_lo": pl.Float64,
     "boot_hi": pl.Float64,
+    "recovery_pct": pl.Float64,
 }
 
 
@@ -172,6 +181,12 @@ def no_impact_table(
             alpha,
         )
         names = frame["policy_name"].drop_nulls()
+        # no-impact that holds only because a folded payload can be recovered through its pointer
+        needs_recovery = int(
+            scored.filter(
+                (pl.col("label") == "no_impact") & (pl.col("recoverable").fill_null(0) > 0)
+            ).height
+        )
         rows.append(
             {
                 "policy": policy,
@@ -189,6 +204,7 @@ def no_impact_table(
                 "wilson_hi": _pct(w.high),
                 "boot_lo": _pct(boot.low),
                 "boot_hi": _pct(boot.high),
+                "recovery_pct": _pct(needs_recovery / n) if n else math.nan,
             }
         )
     return pl.DataFrame(rows, schema=NO_IMPACT_SCHEMA)
