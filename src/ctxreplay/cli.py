@@ -552,10 +552,23 @@ def _load_config(ctx: click.Context, _param: click.Parameter, value: Path | None
         doc = tomllib.loads(value.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise click.BadParameter(f"{value}: {e}") from None
-    ctx.default_map = {
-        **(ctx.default_map or {}),
-        **{k.replace("-", "_"): v for k, v in doc.items()},
+    # keys may be spelled like the flags (``policy``, ``synth-sessions``) or like the parameters
+    names = {p.name for p in ctx.command.params if p.name}
+    by_flag = {
+        o.lstrip("-").replace("-", "_"): p.name
+        for p in ctx.command.params
+        for o in p.opts
+        if p.name
     }
+    values = {}
+    for key, v in doc.items():
+        name = by_flag.get(key.replace("-", "_"), key.replace("-", "_"))
+        if name not in names:
+            raise click.BadParameter(
+                f"{value}: unknown key {key!r}; the keys are this command's options"
+            )
+        values[name] = v
+    ctx.default_map = {**(ctx.default_map or {}), **values}
 
 
 @main.command("run")

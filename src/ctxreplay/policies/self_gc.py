@@ -1,4 +1,5 @@
-"""``self-gc``: lifecycle rules over indexed objects, committed only when it pays."""
+"""``self-gc``: a planner over indexed objects (lifecycle rules or a model on a side channel),
+committed only when it pays."""
 
 from __future__ import annotations
 
@@ -6,14 +7,32 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..replay.objects import ContextObject
-from ..replay.plan import Edit, Plan, Rehearsal
+from ..replay.plan import Edit, Plan, Rehearsal, rehearse
 from ..replay.view import View
 from . import _select as sel
+from ._model_planner import (
+    ModelParams,
+    ModelPlannerError,
+    ModelPlannerMixin,
+    call_failure_meta,
+    completion_meta,
+)
+from ._selfgc_prompt import (
+    PLAN_SCHEMA,
+    SCHEMA_NAME,
+    ParsedPlan,
+    PlanFormatError,
+    parse_plan,
+    render_plan_prompt,
+)
 from .base import CommitDecision, Policy, PrefixContext, policy
+
+#: rehearsal reasons that mean the planner named something that is not an object of the prefix
+INVALID_REASONS = frozenset({"unknown_id", "not_target"})
 
 
 @policy("self-gc")
-class SelfGC(Policy):
+class SelfGC(ModelPlannerMixin, Policy):
     """Self-GC (Hao et al. 2026): a planner proposes fold/mask/prune over indexed objects; the
     harness rehearses and commits; the commit is cache-aware.
 
@@ -35,25 +54,44 @@ class SelfGC(Policy):
 
     Everything else is kept. Planner cost L_GC is 0 for rules.
 
+    The ``llm`` planner asks a model on a side channel — a request of its own (instructions +
+    the rendered object index, :mod:`._selfgc_prompt`) that never enters the agent's history —
+    for one ``above_conversation_summary`` and a plan of grouped fold/mask/prune steps over
+    existing ids. The instructions follow the paper's ordered rules (exclusion → dependency →
+    granularity → action → sanity check) with worked examples on exact anchors, editable
+    artifacts, live handles and source-backed evidence. The answer is read strictly (JSON or the
+    XML form; anything else is a planner failure, prefix unchanged); each step's targets become
+    one edit per id, and the plan is rehearsed here as well so that ``plan.meta`` counts
+    ``n_invalid`` (ids that are not objects of the prefix) and ``n_protected`` (targets on the
+    latest turn — the paper measured planners trying this in 4–8% of plans) besides the
+    harness's own drop reasons. ``plan_format`` chooses which form is asked for (``json`` sends
+    a strict ``json_schema``, stepped down by the client when the endpoint refuses it); both are
+    accepted. ``max_prompt_tokens`` bounds the rendering (o200k tokens; previews shrink first).
+    Tokens, cost (the L_GC term), prompt hash and the parameters sent go into ``plan.meta``.
+
     Commit (``decide``): ``commit_rule="threshold"`` (default) commits when the rehearsed
     estimated pruning (estimated saving / prefix tokens) exceeds ``commit_threshold`` — 0.3, the
     paper's operating point. ``commit_rule="cost"`` commits when
     N·(C − C′) − L_cache_break − L_GC > 0, with N = ``expected_requests`` future requests,
     C = ``cached_price``·P and C′ = ``cached_price``·V the per-request cost of reading the prefix
-    (P tokens) or the view (V tokens) from the prompt cache, and L_cache_break =
+    (P tokens) or the view (V tokens) from the prompt cache, L_cache_break =
     (``cache_write_price`` − ``cached_price``)·S the one-off cost of writing the S view tokens
     from the first edited message on into the cache instead of reading them (the untouched head
-    stays cached). Prices are USD per million tokens (defaults: Claude Sonnet's cache read and
-    5-minute cache write). The fuller cost model of the replay engine can replace this later.
+    stays cached), and L_GC the planner call's cost (0 for rules; the model's tariff for llm).
+    Prices are USD per million tokens (defaults: Claude Sonnet's cache read and 5-minute cache
+    write). A plan that is not committed is left pending: the view is the prefix.
 
-    Parameters → knobs: ``planner`` rules | llm (llm not built yet); ``keep_recent``,
-    ``short_tokens``, ``fold_min_tokens``, ``log_min_lines``, ``log_shape_ratio``, ``mask_ratio`` the rules;
+    Parameters → knobs: ``planner`` rules | llm; ``keep_recent``, ``short_tokens``,
+    ``fold_min_tokens``, ``log_min_lines``, ``log_shape_ratio``, ``mask_ratio`` the rules;
     ``commit_rule``, ``commit_threshold``, ``expected_requests``, ``cached_price``,
-    ``cache_write_price`` the commit decision.
+    ``cache_write_price`` the commit decision; ``base_url``, ``model``, ``api_key_env``,
+    ``timeout``, ``max_retries``, ``concurrency``, ``cache_dir``, ``tariff``, ``tariffs_path``,
+    ``temperature``, ``seed``, ``max_tokens``, ``max_prompt_tokens``, ``plan_format`` the llm
+    planner (endpoint plumbing stays out of the policy label).
     """
 
     @dataclass(frozen=True)
-    class Params:
+    class Params(ModelParams):
         planner: Literal["rules", "llm"] = "rules"
         keep_recent: int = 2
         short_tokens: int = 500
@@ -66,18 +104,25 @@ class SelfGC(Policy):
         expected_requests: int = 10
         cached_price: float = 0.30
         cache_write_price: float = 3.75
+        #: o200k tokens; the default fits SmolLM2's 8,192-token context with room to answer
+        max_prompt_tokens: int = 4000
+        plan_format: Literal["json", "xml"] = "json"
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
+        self._init_model()
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
         if self.params.planner == "llm":
-            raise ValueError(
-                "self-gc planner 'llm' needs a model endpoint (an OpenAI-compatible base_url), "
-                "which is not wired yet; use planner=rules"
-            )
+            out["planner"] = self.model_settings()
+        return out
 
     # --- plan -----------------------------------------------------------------------------
 
     def plan(self, ctx: PrefixContext) -> Plan:
+        if self.params.planner == "llm":
+            return self._plan_llm(ctx)
         functions = ctx.index.functions()
         recent = sel.most_recent(functions, self.params.keep_recent)
         edits: list[Edit] = []
@@ -110,6 +155,81 @@ class SelfGC(Policy):
             return Edit(f.id, "fold", reason="large_stable_body")
         return None
 
+    # --- the llm planner -------------------------------------------------------------------
+
+    def _call_args(self) -> dict[str, Any]:
+        p = self.params
+        args: dict[str, Any] = {
+            "temperature": p.temperature,
+            "seed": p.seed,
+            "max_tokens": p.max_tokens,
+        }
+        if p.plan_format == "json":
+            args.update(response_format="json_schema", schema=PLAN_SCHEMA, schema_name=SCHEMA_NAME)
+        return args
+
+    def _plan_llm(self, ctx: PrefixContext) -> Plan:
+        from ..llm.client import ModelCallError
+
+        p = self.params
+        rendered = render_plan_prompt(
+            ctx.messages,
+            ctx.index,
+            count=ctx.count,
+            max_prompt_tokens=p.max_prompt_tokens,
+            xml=p.plan_format == "xml",
+        )
+        prompt = {
+            "prompt_rendered_tokens": rendered.tokens,
+            "prompt_preview_scale": rendered.scale,
+            "prompt_over_budget": rendered.over_budget,
+        }
+        args = self._call_args()
+        try:
+            completion = self.client.complete(rendered.messages, **args)
+        except ModelCallError as e:
+            meta = {
+                **call_failure_meta(e),
+                **prompt,
+                "params_sent": self.client.request_body(rendered.messages, **args),
+            }
+            raise ModelPlannerError(f"model call failed: {e.reason}", meta) from None
+        meta = {**completion_meta(completion), **prompt}
+        if completion.refusal:
+            raise ModelPlannerError(f"refused: {completion.refusal[:200]}", meta)
+        if completion.finish_reason == "content_filter":
+            raise ModelPlannerError("refused: withheld by the endpoint's content filter", meta)
+        try:
+            parsed = parse_plan(completion.text)
+        except PlanFormatError as e:
+            cut = " (truncated at max_tokens)" if completion.finish_reason == "length" else ""
+            raise ModelPlannerError(f"unparseable: {e}{cut}", meta) from None
+        return self._plan_from(ctx, parsed, meta)
+
+    def _plan_from(self, ctx: PrefixContext, parsed: ParsedPlan, meta: dict[str, Any]) -> Plan:
+        """One edit per target; counted against the prefix the way the harness will see it."""
+        edits = tuple(
+            Edit(target, step.action, reason=step.reason or None)
+            for step in parsed.steps
+            for target in step.targets
+        )
+        trial = rehearse(Plan(edits), ctx.index, ctx.messages)
+        reasons: dict[str, int] = {}
+        for d in trial.dropped:
+            reasons[d.reason] = reasons.get(d.reason, 0) + 1
+        meta = {
+            **meta,
+            "form": parsed.form,
+            "n_steps": len(parsed.steps),
+            "n_targets": len(edits),
+            "n_invalid": sum(n for r, n in reasons.items() if r in INVALID_REASONS),
+            "n_protected": reasons.get("protected", 0),
+            "touched_latest_turn": trial.touched_latest_turn,
+            "n_dropped": len(trial.dropped),
+            "dropped": reasons,
+        }
+        return Plan(edits, summary=parsed.summary or None, meta=meta)
+
     # --- decide ---------------------------------------------------------------------------
 
     def decide(
@@ -122,20 +242,20 @@ class SelfGC(Policy):
             if pruning > p.commit_threshold:
                 return CommitDecision(True, f"pruning {pruning:.3f} > {p.commit_threshold}")
             return CommitDecision(False, f"pruning {pruning:.3f} <= {p.commit_threshold}")
-        value = self.commit_value(prefix, view)
+        value = self.commit_value(prefix, view, l_gc=float(plan.meta.get("usd") or 0.0))
         if value > 0:
             return CommitDecision(True, f"cost: net saving {value:.6f} USD > 0")
         return CommitDecision(False, f"cost: net saving {value:.6f} USD <= 0")
 
-    def commit_value(self, prefix_tokens: int, view: View) -> float:
-        """N·(C − C′) − L_cache_break − L_GC in USD (see the class docstring)."""
+    def commit_value(self, prefix_tokens: int, view: View, l_gc: float = 0.0) -> float:
+        """N·(C − C′) − L_cache_break − L_GC in USD (see the class docstring); ``l_gc`` is the
+        planner's cost (0 for rules)."""
         p = self.params
         per_token = 1e-6
         c = p.cached_price * per_token * prefix_tokens
         c_new = p.cached_price * per_token * view.tokens
         broken = _tokens_from_first_edit(view)
         cache_break = (p.cache_write_price - p.cached_price) * per_token * broken
-        l_gc = 0.0  # rules cost nothing to run
         return p.expected_requests * (c - c_new) - cache_break - l_gc
 
 
