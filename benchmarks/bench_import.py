@@ -38,7 +38,9 @@ def bare_tokenisation(corpus: Corpus) -> tuple[float, int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
@@ -46,8 +48,10 @@ def main() -> None:
         raise SystemExit(f"no corpora at {args.corpora}")
     get_tokenizer()  # load the encoding outside the timed region
     folders = sorted(p for p in args.corpora.iterdir() if p.is_dir())
-    print(f"{'corpus':<12} {'MB':>6} {'sessions':>8} {'messages':>9} {'tokens':>10} "
-          f"{'s':>6} {'MB/s':>6} {'msg/s':>8} {'tok pass s':>10} {'ratio':>6}")
+    print(
+        f"{'corpus':<12} {'MB':>6} {'sessions':>8} {'messages':>9} {'tokens':>10} "
+        f"{'s':>6} {'MB/s':>6} {'msg/s':>8} {'tok pass s':>10} {'ratio':>6}"
+    )
     totals = [0.0, 0, 0.0, 0.0]
     for folder in folders:
         best = None
@@ -64,16 +68,20 @@ def main() -> None:
         floor, tokens = bare_tokenisation(Corpus(out))
         assert tokens == summary.tokens, (tokens, summary.tokens)
         mb = summary.bytes / 1e6
-        print(f"{folder.name:<12} {mb:>6.1f} {summary.sessions:>8} {summary.messages:>9} {summary.tokens:>10,} "
-              f"{elapsed:>6.2f} {mb / elapsed:>6.1f} {summary.messages / elapsed:>8,.0f} {floor:>10.3f} {elapsed / floor:>6.1f}")
+        print(
+            f"{folder.name:<12} {mb:>6.1f} {summary.sessions:>8} {summary.messages:>9} {summary.tokens:>10,} "
+            f"{elapsed:>6.2f} {mb / elapsed:>6.1f} {summary.messages / elapsed:>8,.0f} {floor:>10.3f} {elapsed / floor:>6.1f}"
+        )
         totals[0] += mb
         totals[1] += summary.messages
         totals[2] += elapsed
         totals[3] += floor
         shutil.rmtree(out.parent)
     mb, msgs, secs, floor = totals
-    print(f"{'all':<12} {mb:>6.1f} {'':>8} {msgs:>9} {'':>10} {secs:>6.2f} {mb / secs:>6.1f} {msgs / secs:>8,.0f} "
-          f"{floor:>10.3f} {secs / floor:>6.1f}")
+    print(
+        f"{'all':<12} {mb:>6.1f} {'':>8} {msgs:>9} {'':>10} {secs:>6.2f} {mb / secs:>6.1f} {msgs / secs:>8,.0f} "
+        f"{floor:>10.3f} {secs / floor:>6.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -18,18 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-POLICIES = [
-    "noop",
-    "oldest-turn",
-    "tool-prune",
-    "tool-mask+prune",
-    "hybrid",
-    "observation-masking",
-    "clear-tool-uses:trigger=0",
-    "recorded",
-    "self-gc",
-    "agent-forgetting:reminder_tokens=8000",
-]
+from ctxreplay.pipeline import DEMO_POLICIES
+
+POLICIES = list(DEMO_POLICIES)
 
 CHILD = """
 import json, resource, sys, time
@@ -57,9 +48,20 @@ def build(root: Path, sessions: int) -> tuple[Path, Path, int]:
     return corpus, cases, summary.tokens
 
 
-def replay(corpus: Path, cases: Path, out: Path, workers: int, policies: list[str]) -> dict[str, float]:
+def replay(
+    corpus: Path, cases: Path, out: Path, workers: int, policies: list[str]
+) -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(corpus), str(cases), str(out), str(workers), json.dumps(policies)],
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            str(corpus),
+            str(cases),
+            str(out),
+            str(workers),
+            json.dumps(policies),
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -68,7 +70,9 @@ def replay(corpus: Path, cases: Path, out: Path, workers: int, policies: list[st
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--base", type=int, default=25, help="sessions at 1×")
     ap.add_argument("--workers", type=int, default=1)
     args = ap.parse_args()
@@ -84,14 +88,20 @@ def main() -> None:
     print(f"{'policy':<40} {'cases':>6} {'s':>7} {'cases/s':>9}")
     for policy in POLICIES:
         r = replay(corpus, cases, root / f"run-{policy.replace(':', '_')}", args.workers, [policy])
-        print(f"{policy:<40} {r['cases']:>6} {r['seconds']:>7.2f} {r['cases'] / r['seconds']:>9,.0f}")
+        print(
+            f"{policy:<40} {r['cases']:>6} {r['seconds']:>7.2f} {r['cases'] / r['seconds']:>9,.0f}"
+        )
 
     print(f"\nall {len(POLICIES)} policies together, workers={args.workers}")
-    print(f"{'scale':>5} {'sessions':>8} {'tokens':>12} {'cases':>6} {'s':>7} {'case-policies/s':>16} {'peak MB':>8}")
+    print(
+        f"{'scale':>5} {'sessions':>8} {'tokens':>12} {'cases':>6} {'s':>7} {'case-policies/s':>16} {'peak MB':>8}"
+    )
     for scale, (corpus, cases, tokens) in sizes.items():
         r = replay(corpus, cases, root / f"all-{scale}", args.workers, POLICIES)
         rate = r["cases"] * len(POLICIES) / r["seconds"]
-        print(f"{scale:>4}× {args.base * scale:>8} {tokens:>12,} {r['cases']:>6} {r['seconds']:>7.2f} {rate:>16,.0f} {r['peak_mb']:>8.0f}")
+        print(
+            f"{scale:>4}× {args.base * scale:>8} {tokens:>12,} {r['cases']:>6} {r['seconds']:>7.2f} {rate:>16,.0f} {r['peak_mb']:>8.0f}"
+        )
 
 
 if __name__ == "__main__":

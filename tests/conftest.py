@@ -50,3 +50,16 @@ def synth_cases(synth_corpus: Path) -> Path:
     corpus = Corpus(synth_corpus)
     frame = build_cases(corpus, [parse_trigger("user-turns")])
     return write_cases(frame, synth_corpus.parent / "cases.parquet", {"corpus_fingerprint": corpus.fingerprint()})
+
+
+@pytest.fixture(scope="session")
+def local_model():
+    """The real local model (SmolLM2-135M through xllamacpp), shared by every test that needs it;
+    skipped, with the reason, where it cannot start."""
+    from ctxreplay.llm import LocalModelServer, local_model_available
+
+    reason = local_model_available()
+    if reason:
+        pytest.skip(f"local model not available: {reason}")
+    with LocalModelServer(n_ctx=8192) as server:
+        yield server

@@ -21,6 +21,7 @@ DEMO_POLICIES: tuple[str, ...] = (
     "hybrid",
     "observation-masking",
     "clear-tool-uses:trigger=0",
+    "recorded",
     "self-gc",
     "agent-forgetting:reminder_tokens=8000",
 )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from builders import call, count, counted, result, say, system, user
 from ctxreplay.judges.anchor import AnchorJudge
 from ctxreplay.judges.anchors import extract
 from ctxreplay.judges.base import Archived, JudgeInput
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
 from ctxreplay.replay.view import commit
+
+from builders import call, count, counted, result, say, system, user
 
 BODY = "\n".join(
     f"{i:3d}  def handler_{i}(request): return route(request, {i})" for i in range(1, 80)

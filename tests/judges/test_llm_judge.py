@@ -20,6 +20,7 @@ from ctxreplay.judges.llm import VERDICT_SCHEMA, LLMJudge, LLMJudgeParams
 from ctxreplay.judges.prompt import render_prompt
 from ctxreplay.llm import LocalModelServer, forget_endpoints, local_model_available
 from ctxreplay.replay.objects import build_index
+
 from fake_openai import FakeOpenAI, Reply, chat_body, error_body
 
 count = get_tokenizer().count

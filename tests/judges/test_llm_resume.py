@@ -14,6 +14,7 @@ import polars as pl
 
 from ctxreplay.judges.engine import read_verdicts, run_judge
 from ctxreplay.replay.engine import run_replay
+
 from fake_openai import FakeOpenAI, Reply, chat_body
 
 ANSWER = json.dumps(

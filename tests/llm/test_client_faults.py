@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
-from fake_openai import FakeOpenAI, Reply, chat_body, error_body
 
 from ctxreplay.llm import (
     EndpointLimiter,
@@ -27,6 +26,8 @@ from ctxreplay.llm import (
 )
 from ctxreplay.llm.batch import BatchFormatError
 from ctxreplay.replay.cost import load_tariff
+
+from fake_openai import FakeOpenAI, Reply, chat_body, error_body
 
 MSGS = [{"role": "user", "content": "Reply in JSON."}]
 SCHEMA = {

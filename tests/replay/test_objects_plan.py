@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from builders import coding_session, count
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
+
+from builders import coding_session, count
 
 
 def test_objects_ids_spans_and_supersession() -> None:

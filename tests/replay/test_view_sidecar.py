@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from builders import coding_session, count
 from ctxreplay.datasets.openai_format import to_openai
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
@@ -19,6 +18,8 @@ from ctxreplay.replay.sidecar import (
     recover_into_view,
 )
 from ctxreplay.replay.view import commit, mask_text, view_problems
+
+from builders import coding_session, count
 
 
 def apply(msgs, *edits, **kw):

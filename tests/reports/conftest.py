@@ -13,6 +13,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from judged_run import DROPPED, POLICIES, UNSCORED
 
 

@@ -8,13 +8,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from judged_run import DROPPED, POLICIES, UNSCORED
 
 from ctxreplay.datasets.schema import CATEGORIES
 from ctxreplay.judges.engine import read_verdicts
 from ctxreplay.replay.engine import Run
 from ctxreplay.reports import ReportError, audit, build_report, show_command, wilson
 from ctxreplay.reports.tables import commit_kind
+
+from judged_run import DROPPED, POLICIES, UNSCORED
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,6 @@ from typing import Any
 
 from ..datasets.messages import Message
 from ..replay.objects import ContextObject, ObjectIndex
-from ..replay.sidecar import payload_messages
 from .anchors import (
     MIN_SPAN,
     Anchor,
@@ -37,11 +36,7 @@ from .anchors import (
     shared_phrase,
     spans,
 )
-from .base import Judge, JudgeInput, Loss, Verdict, judge
-
-
-def message_text(m: Message) -> str:
-    return "\n".join(s for p in m.parts for s in p.token_texts())
+from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, message_text
 
 
 def agent_text(m: Message) -> tuple[str, list[str]]:
@@ -110,9 +105,11 @@ class AnchorJudge(Judge):
         self._case_cache: tuple[str, list[Dependency], str, list[str]] | None = None
 
     # --- corpus-level filter ------------------------------------------------------------
-    def corpus_state(self, corpus: Any) -> frozenset[str]:
+    def corpus_state(self, corpus: Any) -> list[str]:
         """Anchors found in most sessions of the corpus: boilerplate, not dependencies."""
-        return common_anchors((m for _, m in corpus.iter_sessions()), self.params.common_fraction)
+        return sorted(
+            common_anchors((m for _, m in corpus.iter_sessions()), self.params.common_fraction)
+        )
 
     def use_state(self, state: Any) -> None:
         self.common = frozenset(state or ())
@@ -217,18 +214,8 @@ class AnchorJudge(Judge):
         deps, blocker = self.dependencies(item)
         if not deps:
             return Verdict("no_impact", reason="the future uses nothing exact from the prefix")
-        view_text = "\n".join(message_text(m) for m in item.view)
-        visible, hidden = [], []
-        for a in item.archives:
-            body = "\n".join(
-                s
-                for _, _, parts in payload_messages(a.payload)
-                for p in parts
-                for s in p.token_texts()
-            )
-            (visible if a.pointer_visible and a.ref[:23] in view_text else hidden).append(body)
-        recoverable_text = "\n".join(visible)
-        hidden_text = "\n".join(hidden)
+        where = availability(item)
+        view_text, recoverable_text, hidden_text = where.view, where.recoverable, where.unrouted
         texts = self._case_cache[3] if self._case_cache else [message_text(m) for m in item.prefix]
         losses: list[Loss] = []
         recoverable = 0

@@ -81,14 +81,14 @@ def _is_trivial_number(text: str) -> bool:
 def extract(text: str) -> list[Anchor]:
     """Anchors in ``text``, in order of first appearance, without duplicates."""
     found: dict[str, Anchor] = {}
-    covered: list[tuple[int, int]] = []
+    covered = bytearray(len(text))  # 1 where an earlier, more specific anchor already matched
 
     def add(match_text: str, start: int, kind: str) -> None:
         t = _trim(match_text)
         end = start + len(t)
-        if len(t) < 4 or any(s <= start and end <= e for s, e in covered):
+        if len(t) < 4 or covered.find(0, start, end) < 0:  # wholly inside an earlier match
             return
-        covered.append((start, end))
+        covered[start:end] = b"\x01" * (end - start)
         found.setdefault(t, Anchor(t, kind))
 
     for m in _URL.finditer(text):

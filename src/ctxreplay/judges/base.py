@@ -95,6 +95,34 @@ class JudgeInput:
     summary: str | None = None  # a planner's above-conversation summary, if committed
 
 
+def message_text(m: Message) -> str:
+    return "\n".join(s for p in m.parts for s in p.token_texts())
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Where a dependency can still be found: in the view, in an archive whose pointer the view
+    shows (recoverable), or only in an archive with no visible route (lost to routing)."""
+
+    view: str
+    recoverable: str
+    unrouted: str
+
+
+def availability(item: JudgeInput) -> Availability:
+    from ..replay.sidecar import payload_messages
+
+    view_text = "\n".join(message_text(m) for m in item.view)
+    visible, hidden = [], []
+    for a in item.archives:
+        body = "\n".join(
+            s for _, _, parts in payload_messages(a.payload) for p in parts for s in p.token_texts()
+        )
+        routed = a.pointer_visible and a.ref[: len("sha256:") + 16] in view_text
+        (visible if routed else hidden).append(body)
+    return Availability(view_text, "\n".join(visible), "\n".join(hidden))
+
+
 class Judge:
     """Base class: subclasses set ``Params`` and implement ``judge``."""
 

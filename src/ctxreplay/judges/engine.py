@@ -9,6 +9,7 @@ per (case, policy, judge).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -108,6 +109,26 @@ def read_verdicts(run_path: str | os.PathLike[str], judge: str | None = None) ->
     if judge is not None:
         frame = frame.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge))
     return frame.unique(["judge", "policy", "case_id"], keep="first", maintain_order=True)
+
+
+def corpus_state(run: Run, judge: Judge) -> Any:
+    """The judge's corpus-level state, computed once per corpus and kept in the run folder."""
+    path = run.path / "judge-state" / f"{slug(judge.label)}.json"
+    fingerprint = run.corpus.fingerprint()
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("corpus_fingerprint") == fingerprint:
+            return saved["state"]
+    state = judge.corpus_state(run.corpus)
+    try:
+        text = json.dumps({"corpus_fingerprint": fingerprint, "state": state}, sort_keys=True)
+    except TypeError:  # not JSON: recompute next time
+        return state
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return state
 
 
 def _write_part(rows: list[dict[str, Any]], folder: Path) -> None:
@@ -350,7 +371,7 @@ def write_batch(
         raise ValueError(f"judge {judge.name} does not call a model; run it directly")
     works, _ = plan_work(run, judge.label, policies)
     sidecar = SidecarStore(run.path / "sidecar")
-    judge.use_state(judge.corpus_state(run.corpus))
+    judge.use_state(corpus_state(run, judge))
 
     def requests() -> Iterator[tuple[str, dict[str, Any]]]:
         for sid, messages in run.corpus.iter_sessions([w.session_id for w in works]):
@@ -406,7 +427,7 @@ def _run_processes(
     record: Callable[[Iterable[dict[str, Any]]], None],
     workers: int,
 ) -> None:
-    state = judge.corpus_state(run.corpus)
+    state = corpus_state(run, judge)
     spec = judge.describe()
     chunks: list[list[Work]] = []
     size = 0
@@ -434,7 +455,7 @@ def _run_threaded(
     flush_every: int,
 ) -> None:
     corpus = run.corpus
-    judge.use_state(judge.corpus_state(corpus))
+    judge.use_state(corpus_state(run, judge))
     sidecar = SidecarStore(run.path / "sidecar")
     name = run.path.name
     concurrency = int(getattr(judge.params, "concurrency", 4) or 4)

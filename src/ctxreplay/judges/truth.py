@@ -15,12 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..replay.sidecar import payload_messages
-from .base import Judge, JudgeInput, Loss, Verdict, judge
-
-
-def _text(item_messages) -> str:
-    return "\n".join(s for m in item_messages for p in m.parts for s in p.token_texts())
+from .base import Judge, JudgeInput, Loss, Verdict, availability, judge
 
 
 @judge("truth")
@@ -53,17 +48,8 @@ class TruthJudge(Judge):
             for d in self.truth.get(item.session_id, ())
             if d["source_seq"] < cut <= d["need_seq"] < end
         ]
-        view_text = _text(item.view)
-        visible, hidden = [], []
-        for a in item.archives:
-            body = "\n".join(
-                s
-                for _, _, parts in payload_messages(a.payload)
-                for p in parts
-                for s in p.token_texts()
-            )
-            (visible if a.pointer_visible and a.ref[:23] in view_text else hidden).append(body)
-        shown, unrouted = "\n".join(visible), "\n".join(hidden)
+        where = availability(item)
+        view_text, shown, unrouted = where.view, where.recoverable, where.unrouted
         losses, recoverable = [], 0
         for d in active:
             if d["anchor"] in view_text:
