@@ -16,7 +16,9 @@ def corpus_path(*parts: str) -> Path:
     """A path inside ../shared/corpora; skips the test (with the reason) when it is absent."""
     path = CORPORA.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"real corpora not available at {path} (set CTXREPLAY_CORPORA to run this test)")
+        pytest.skip(
+            f"real corpora not available at {path} (set CTXREPLAY_CORPORA to run this test)"
+        )
     return path
 
 
@@ -26,7 +28,9 @@ def fixtures() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Keep the tokenizer cache out of the user's home, but shared across the session."""
     cache = tmp_path_factory.getbasetemp() / "ctxreplay-cache"
     monkeypatch.setenv("CTXREPLAY_CACHE_DIR", str(cache))
@@ -49,7 +53,9 @@ def synth_cases(synth_corpus: Path) -> Path:
 
     corpus = Corpus(synth_corpus)
     frame = build_cases(corpus, [parse_trigger("user-turns")])
-    return write_cases(frame, synth_corpus.parent / "cases.parquet", {"corpus_fingerprint": corpus.fingerprint()})
+    return write_cases(
+        frame, synth_corpus.parent / "cases.parquet", {"corpus_fingerprint": corpus.fingerprint()}
+    )
 
 
 @pytest.fixture(scope="session")

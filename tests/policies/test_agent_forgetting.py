@@ -1,14 +1,12 @@
 import hashlib
 
-import pytest
-from sessions import Session, prose, shape, with_result
-
 from ctxreplay.datasets.messages import Part
 from ctxreplay.policies.agent_forgetting import AgentForgetting, forgetting_note
-from ctxreplay.policies.base import make_policy
 from ctxreplay.replay.outcome import replay_case
 from ctxreplay.replay.plan import Edit, Plan, rehearse
 from ctxreplay.replay.sidecar import payload_messages
+
+from sessions import Session, prose, shape, with_result
 
 
 def debugging_session() -> Session:
@@ -112,8 +110,3 @@ def test_a_duplicate_id_rejects_the_whole_batch():
     )
     r = rehearse(plan, ctx.index, ctx.messages)
     assert r.accepted == () and r.batch_rejected == "duplicate: function:fetch:1"
-
-
-def test_llm_planner_is_not_built_yet():
-    with pytest.raises(ValueError, match="model endpoint"):
-        make_policy("agent-forgetting:planner=llm")

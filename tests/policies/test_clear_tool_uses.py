@@ -1,8 +1,9 @@
 import pytest
-from sessions import Session, count, prose, shape, with_arguments, with_result
 
 from ctxreplay.policies.base import make_policy
 from ctxreplay.policies.clear_tool_uses import PLACEHOLDER, ClearToolUses
+
+from sessions import Session, count, prose, shape, with_arguments, with_result
 
 
 def four_reads() -> tuple[Session, list[str]]:

@@ -1,7 +1,7 @@
-from sessions import Session, prose, shape, with_result
-
 from ctxreplay.policies.base import make_policy
 from ctxreplay.replay.sidecar import payload_messages
+
+from sessions import Session, prose, shape, with_result
 
 
 def run_session(steps: int) -> Session:

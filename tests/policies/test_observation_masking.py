@@ -1,6 +1,6 @@
-from sessions import Session, prose, shape, with_result
-
 from ctxreplay.policies.observation_masking import masked_observation
+
+from sessions import Session, prose, shape, with_result
 
 
 def run_session(steps: int) -> Session:

@@ -1,6 +1,6 @@
-from sessions import Session, prose, shape
-
 from ctxreplay.replay.view import POINTER_FLAG
+
+from sessions import Session, prose, shape
 
 
 def four_turns() -> tuple[Session, dict[str, list[int]]]:

@@ -7,13 +7,14 @@ import hashlib
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sessions import Session, count, diff_body, log_body, prose, table_body, trace_body
 
 from ctxreplay.datasets.messages import Message, Part
 from ctxreplay.policies.base import all_policies, make_policy
 from ctxreplay.replay.outcome import context_for, replay_case
 from ctxreplay.replay.sidecar import payload_messages
 from ctxreplay.replay.view import view_problems
+
+from sessions import Session, count, diff_body, log_body, prose, table_body, trace_body
 
 #: default parameters, with the thresholds that gate each policy lowered so it acts
 ACTIVE = {

@@ -1,8 +1,8 @@
 import hashlib
 
-from sessions import Session, prose, shape, with_result
-
 from ctxreplay.replay.sidecar import payload_messages
+
+from sessions import Session, prose, shape, with_result
 
 
 def traced(apply_args, *, apply_name="context_apply", apply_error=False) -> Session:
@@ -77,3 +77,51 @@ def test_rejected_or_unanswered_applies_and_recoveries_need_no_edit():
     plain.user("go")
     plain.step("bash", {"cmd": "ls"}, prose(50))
     assert plain.replay("recorded").plan.edits == ()
+
+
+def test_a_trace_recorded_under_agent_forgetting_replays_what_the_agent_did():
+    """Apply, recover, archive the recovered copy, try the original again (rejected)."""
+    original = prose(80, "test output")
+    s = traced({"batch": [{"result_id": "r2", "note": "make test: 3 failures"}]})
+    s.step("context_recover", {"result_id": "r2"}, original)  # the copy comes back as r6
+    s.step(
+        "context_apply", {"batch": [{"result_id": "r6", "note": "seen again: 3 failures"}]}, "ok"
+    )
+    s.step("context_apply", {"batch": [{"result_id": "r2", "note": "again"}]}, "ok")  # r8
+    s.step("bash", {"cmd": "make test"}, "all passed")
+    out = s.replay("recorded")
+    assert [(e.object_id, e.note) for e in out.plan.edits] == [
+        ("function:bash:2", "make test: 3 failures"),
+        ("function:context_recover:6", "seen again: 3 failures"),
+    ]
+    assert out.plan.meta["rejected"] == [
+        "function:context_apply:8: result id 'r2' already archived"
+    ]
+    by_handle = {a.handle: a for a in out.view.archives}
+    m = s.messages
+    stubs = {
+        5: f'<ctxreplay:archived id="r2" ref="{by_handle["r2"].short}">'
+        "make test: 3 failures</ctxreplay:archived>",
+        13: f'<ctxreplay:archived id="r6" ref="{by_handle["r6"].short}">'
+        "seen again: 3 failures</ctxreplay:archived>",
+    }
+    expected = [with_result(msg, stubs[i]) if i in stubs else msg for i, msg in enumerate(m)]
+    assert shape(out.view.messages) == shape(expected)
+    # both archives hold their exact originals: the recovered copy is the same body
+    for handle in ("r2", "r6"):
+        (_, _, _), (_, _, result) = payload_messages(by_handle[handle].payload)
+        assert result[0].content == original
+
+
+def test_a_recovered_copy_stays_a_normal_tool_result_behind_the_stub():
+    original = prose(80, "test output")
+    s = traced({"batch": [{"result_id": "r2", "note": "make test: 3 failures"}]})
+    s.step("context_recover", {"result_id": "r2"}, original)
+    out = s.replay("recorded")
+    [archive] = out.view.archives
+    m = s.messages
+    stub = f'<ctxreplay:archived id="r2" ref="{archive.short}">make test: 3 failures</ctxreplay:archived>'
+    expected = [*m[:5], with_result(m[5], stub), *m[6:]]
+    assert shape(out.view.messages) == shape(expected)
+    assert out.view.messages[-1].parts[0].content == original
+    assert out.view.actions == {"function:bash:2": "fold"}

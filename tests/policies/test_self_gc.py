@@ -1,4 +1,8 @@
 import pytest
+
+from ctxreplay.policies.base import make_policy
+from ctxreplay.replay.view import mask_text
+
 from sessions import (
     Session,
     count,
@@ -10,9 +14,6 @@ from sessions import (
     trace_body,
     with_result,
 )
-
-from ctxreplay.policies.base import make_policy
-from ctxreplay.replay.view import mask_text
 
 
 def shaped_bodies() -> Session:
@@ -104,8 +105,3 @@ def test_cost_rule_weighs_future_savings_against_the_cache_break():
     first_edit = next(i for i, o in enumerate(view.origins) if o.edited)
     broken = sum(m.tokens for m in view.messages[first_edit:])
     assert value == pytest.approx(saved - (3.75 - 0.30) * 1e-6 * broken)
-
-
-def test_llm_planner_is_not_built_yet():
-    with pytest.raises(ValueError, match="model endpoint"):
-        make_policy("self-gc:planner=llm")

@@ -1,8 +1,8 @@
-from sessions import Session, count, prose, shape, with_result
-
 from ctxreplay.datasets.messages import Part
 from ctxreplay.policies.base import make_policy
 from ctxreplay.replay.plan import Edit, Plan, rehearse
+
+from sessions import Session, count, prose, shape, with_result
 
 CLEARED = "[Old tool result content cleared]"
 

@@ -29,7 +29,7 @@ from ..datasets.cases import read_cases
 from ..datasets.messages import Message
 from ..datasets.schema import row_to_part
 from ..datasets.tokenizer import get_tokenizer
-from ..replay.engine import Run, slug
+from ..replay.engine import Run, cached_counter, slug
 from ..replay.objects import build_index
 from ..replay.sidecar import SidecarStore
 from .base import Archived, Judge, JudgeInput, Verdict, make_judge
@@ -158,7 +158,7 @@ class Work:
 def inputs_for(
     work: Work, messages: Sequence[Message], sidecar: SidecarStore
 ) -> Iterator[JudgeInput]:
-    count = get_tokenizer().count
+    count = cached_counter(get_tokenizer().name)
     visible = [m for m in messages if m.visible]
     for case in work.cases:
         prefix = tuple(m for m in visible if m.seq < case["cut"])

@@ -94,10 +94,6 @@ class ModelPlannerMixin:
         return params_label(self.name, type(self.params)(**kept))
 
     @property
-    def uses_model(self) -> bool:
-        return getattr(self.params, "planner", "llm") == "llm"
-
-    @property
     def client(self) -> Any:
         from ..llm.client import ModelClient  # the openai SDK loads only when a model is used
 

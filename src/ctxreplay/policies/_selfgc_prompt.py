@@ -39,27 +39,43 @@ from ..replay.objects import ContextObject, ObjectIndex
 
 PLAN_ACTIONS: tuple[str, ...] = ("fold", "mask", "prune")
 
-PLAN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "above_conversation_summary": {"type": "string"},
-        "plan": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "action": {"type": "string", "enum": list(PLAN_ACTIONS)},
-                    "targets": {"type": "array", "items": {"type": "string"}},
-                    "reason": {"type": "string"},
+#: bounds that keep a small model from looping until max_tokens; generous for real planners (an
+#: endpoint that refuses a keyword answers 400 and the client steps down to json_object)
+MAX_STEPS = 16
+MAX_TARGETS = 64
+REASON_CHARS = 240
+
+
+def plan_schema(summary_chars: int = 2000) -> dict[str, Any]:
+    """The strict ``json_schema`` of the JSON plan form."""
+    return {
+        "type": "object",
+        "properties": {
+            "above_conversation_summary": {"type": "string", "maxLength": summary_chars},
+            "plan": {
+                "type": "array",
+                "maxItems": MAX_STEPS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "action": {"type": "string", "enum": list(PLAN_ACTIONS)},
+                        "targets": {
+                            "type": "array",
+                            "maxItems": MAX_TARGETS,
+                            "items": {"type": "string"},
+                        },
+                        "reason": {"type": "string", "maxLength": REASON_CHARS},
+                    },
+                    "required": ["action", "targets", "reason"],
+                    "additionalProperties": False,
                 },
-                "required": ["action", "targets", "reason"],
-                "additionalProperties": False,
             },
         },
-    },
-    "required": ["above_conversation_summary", "plan"],
-    "additionalProperties": False,
-}
+        "required": ["above_conversation_summary", "plan"],
+        "additionalProperties": False,
+    }
+
+
 SCHEMA_NAME = "self_gc_plan"
 
 #: preview characters at scale 1.0: head and tail of a result, arguments, a user turn's words
@@ -141,9 +157,7 @@ def protected_ids(index: ObjectIndex) -> tuple[str, ...]:
         return ()
     first = index[index.latest_turn].messages[0]
     out = [index.latest_turn]
-    out += [
-        f.id for f in index.functions() if first in (f.call_index, f.result_index)
-    ]
+    out += [f.id for f in index.functions() if first in (f.call_index, f.result_index)]
     return tuple(out)
 
 
@@ -198,13 +212,13 @@ def _object_lines(
         "",
     )
     if caps["head"] + caps["tail"] > 0:
-        lines.append(f"  result ({len(body):,} chars): {_preview(body, caps['head'], caps['tail'])}")
+        lines.append(
+            f"  result ({len(body):,} chars): {_preview(body, caps['head'], caps['tail'])}"
+        )
     return lines
 
 
-def render_index(
-    messages: tuple[Message, ...], index: ObjectIndex, scale: float = 1.0
-) -> str:
+def render_index(messages: tuple[Message, ...], index: ObjectIndex, scale: float = 1.0) -> str:
     protected = set(protected_ids(index))
     lines: list[str] = []
     for obj in index.objects:
@@ -223,6 +237,11 @@ def _user_message(block: str, nonce: str, total: int, instruction: str) -> str:
     )
 
 
+def _instruction(xml: bool, summary_chars: int) -> str:
+    form = XML_INSTRUCTION if xml else JSON_INSTRUCTION
+    return f"Keep above_conversation_summary under {summary_chars:,} characters. {form}"
+
+
 def render_plan_prompt(
     messages: tuple[Message, ...],
     index: ObjectIndex,
@@ -230,11 +249,12 @@ def render_plan_prompt(
     count: Callable[[str], int],
     max_prompt_tokens: int,
     xml: bool = False,
+    summary_chars: int = 2000,
 ) -> RenderedPlanPrompt:
     """The side-channel request for ``messages``: ``[system, user]``, within the budget when
     the previews can be shortened enough (``over_budget`` says when they could not)."""
     total = sum(m.tokens for m in messages)
-    instruction = XML_INSTRUCTION if xml else JSON_INSTRUCTION
+    instruction = _instruction(xml, summary_chars)
     scale = 1.0
     while True:
         block = render_index(messages, index, scale)

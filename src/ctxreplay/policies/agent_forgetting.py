@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from ..datasets.messages import Message
 from ..replay.objects import ContextObject
-from ..replay.plan import Edit, Plan
+from ..replay.plan import Edit, Plan, rehearse
+from ..replay.view import commit
+from . import _acf as acf
 from . import _select as sel
+from ._model_planner import (
+    ModelParams,
+    ModelPlannerError,
+    ModelPlannerMixin,
+    call_failure_meta,
+    completion_meta,
+)
 from .base import Policy, PrefixContext, policy
+from .recorded import recorded_edits
 
 
 def forgetting_note(body: str, limit: int) -> str:
@@ -23,51 +35,84 @@ def forgetting_note(body: str, limit: int) -> str:
     return sel.clip(note, limit)
 
 
+@dataclass(frozen=True)
+class ForgettingSettings:
+    """Agent-controlled forgetting's own parameters (see :class:`AgentForgetting`)."""
+
+    planner: Literal["rules", "llm"] = "rules"
+    reminder_tokens: int = 40_000
+    reminder_chars: int = 20_000
+    min_chars: int = 2000
+    keep_recent: int = 3
+    note_chars: int = 240
+    max_prompt_tokens: int = 0
+
+
 @policy("agent-forgetting")
-class AgentForgetting(Policy):
-    """Agent-controlled forgetting, with a deterministic stand-in for the acting model.
+class AgentForgetting(ModelPlannerMixin, Policy):
+    """Agent-controlled forgetting: the acting model archives tool results behind its own notes.
 
     Anchor: Franke, agent-controlled forgetting. The acting model receives a reminder once its
-    context holds about 40,000 text tokens (the next after 20,000 new characters; a replay sees
-    one prefix, so only the first matters here), then calls ``context_apply`` with a batch of
+    context holds about 40,000 text tokens (``reminder_tokens``) or as soon as an image is
+    present; the next one only after 20,000 new characters (``reminder_chars``) or a new image;
+    a new user task starts the schedule again; the reminder is appended to the outgoing request
+    and never stored (:mod:`._acf`). The model may then call ``context_apply`` with a batch of
     ``{result_id, note}``: each named tool result is archived exactly and replaced in place by
-    the model's note. Only tool results are selectable; the batch is all-or-nothing (an
-    unknown, duplicate or already archived id rejects it whole); ``context_recover`` appends an
-    original back as a new tool result with a fresh id (``sidecar.recover_into_view``).
+    the note (``<ctxreplay:archived id="rN" ref="…">note</…>``). Only tool results are
+    selectable; the batch is all-or-nothing (an unknown, duplicate, already archived or
+    non-result id rejects it whole and nothing changes); ``context_recover`` appends an original
+    back as a new tool result with a fresh id (``sidecar.recover_into_view``). Result ids are
+    ``r<N>`` (N the session-local call number): stable per session, never reused, shared with
+    ``recorded``.
+
+    The ``llm`` planner is the acting model itself, through any OpenAI-compatible endpoint. A
+    replay sees one prefix, so the reminder schedule is simulated along it; when the outgoing
+    request is not one where a reminder fires, the plan is empty (``meta["decision"]`` is
+    ``"no reminder due"``) and no call is made. Otherwise the model gets the prefix as the agent
+    saw it — as OpenAI chat messages, tool results opened by ``[result rN]``, and results that
+    recorded ``context_apply`` calls had archived shown as their notes (those recorded folds
+    stay in the plan, as ``recorded`` replays them) — the two context tools and the reminder.
+    Its first ``context_apply`` call becomes one all-or-nothing batch; no such call means the
+    model chose not to forget (an empty plan, recorded, not a failure). A refusal, arguments
+    that are not ``{"batch": [{result_id, note}]}``, a tool call written as text, or a failed
+    call is a planner failure: the prefix stays unchanged and the reason is recorded.
 
     The ``rules`` planner stands in for the model: when the prefix holds at least
     ``reminder_tokens`` (or carries images), it archives every tool result of at least
     ``min_chars`` characters outside the last ``keep_recent`` tool uses, with a note made of the
-    result's first line and the locators it contains, bounded to ``note_chars``. Result ids are
-    ``r<N>`` (N the session-local call number), shared with ``recorded``. The ``llm`` planner
-    (the acting model itself, through an OpenAI-compatible endpoint) is not built yet.
+    result's first line and the locators it contains, bounded to ``note_chars``.
 
-    Parameters → knobs: ``reminder_tokens`` ↔ the reminder threshold (40,000);
-    ``min_chars``/``keep_recent``/``note_chars`` shape the rules planner's choices.
+    Parameters → knobs: ``reminder_tokens`` ↔ the first reminder (40,000 text tokens),
+    ``reminder_chars`` ↔ the next one (20,000 new characters); ``min_chars``/``keep_recent``/
+    ``note_chars`` shape the rules planner's choices; ``base_url``, ``model``, ``api_key_env``,
+    ``timeout``, ``max_retries``, ``concurrency``, ``cache_dir``, ``tariff``, ``tariffs_path``,
+    ``temperature``, ``seed``, ``max_tokens`` the llm planner's endpoint (plumbing stays out of
+    the policy label); ``max_prompt_tokens`` (0: no limit) refuses, as a planner failure, a
+    prefix too long for the model instead of sending it.
     """
 
     all_or_nothing: ClassVar[bool] = True
 
     @dataclass(frozen=True)
-    class Params:
-        planner: Literal["rules", "llm"] = "rules"
-        reminder_tokens: int = 40_000
-        min_chars: int = 2000
-        keep_recent: int = 3
-        note_chars: int = 240
+    class Params(ModelParams, ForgettingSettings):
+        """The planner and reminder settings first, then the llm planner's endpoint."""
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
+        self._init_model()
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
         if self.params.planner == "llm":
-            raise ValueError(
-                "agent-forgetting planner 'llm' needs a model endpoint (an OpenAI-compatible "
-                "base_url), which is not wired yet; use planner=rules"
-            )
+            out["endpoint"] = self.model_settings()
+        return out
 
     def handles(self, ctx: PrefixContext) -> dict[str, str]:
         return sel.handles(ctx.index)
 
     def plan(self, ctx: PrefixContext) -> Plan:
+        if self.params.planner == "llm":
+            return self._plan_llm(ctx)
         p = self.params
         images = any(m.image_count for m in ctx.messages)
         if ctx.tokens < p.reminder_tokens and not images:
@@ -89,3 +134,87 @@ class AgentForgetting(Policy):
     def _selectable(self, ctx: PrefixContext, f: ContextObject) -> bool:
         body = sel.result_body(ctx, f)
         return len(body) >= self.params.min_chars and not body.startswith("<ctxreplay:archived")
+
+    # --- the llm planner: the acting model ------------------------------------------------
+
+    def _plan_llm(self, ctx: PrefixContext) -> Plan:
+        from ..llm.client import ModelCallError
+
+        p = self.params
+        prior, rejected = recorded_edits(ctx)
+        meta: dict[str, Any] = {"planner": "llm", "n_recorded": len(prior)}
+        if rejected:
+            meta["recorded_rejected"] = rejected
+        reminder = acf.reminder_due(ctx.messages, p.reminder_tokens, p.reminder_chars)
+        if reminder is None:
+            meta["decision"] = "no reminder due"
+            return Plan(tuple(prior), all_or_nothing=True, meta=meta)
+        meta["reminder"] = {"why": reminder.why, "tokens": reminder.tokens}
+        seen = self._as_seen(ctx, prior)
+        request = acf.acting_request(seen, ctx.index, reminder)
+        args = {
+            "tools": acf.TOOLS,
+            "tool_choice": "auto",
+            "temperature": p.temperature,
+            "seed": p.seed,
+            "max_tokens": p.max_tokens,
+        }
+        if p.max_prompt_tokens and ctx.tokens > p.max_prompt_tokens:
+            raise ModelPlannerError(
+                f"prefix of {ctx.tokens:,} tokens exceeds max_prompt_tokens "
+                f"({p.max_prompt_tokens:,}); not sent",
+                meta,
+            )
+        try:
+            completion = self.client.complete(request, **args)
+        except ModelCallError as e:
+            meta.update(call_failure_meta(e))
+            meta["params_sent"] = self.client.request_body(request, **args)
+            raise ModelPlannerError(f"model call failed: {e.reason}", meta) from None
+        meta.update(completion_meta(completion))
+        if completion.refusal:
+            raise ModelPlannerError(f"refused: {completion.refusal[:200]}", meta)
+        if completion.finish_reason == "content_filter":
+            raise ModelPlannerError("refused: withheld by the endpoint's content filter", meta)
+        calls = [c.name for c in completion.tool_calls]
+        meta["tool_calls"] = calls
+        apply = next((c for c in completion.tool_calls if c.name == acf.APPLY), None)
+        if apply is None:
+            if _TEXT_CALL.search(completion.text or ""):
+                raise ModelPlannerError(
+                    "unparseable: context_apply written as text, not as a tool call", meta
+                )
+            meta["decision"] = "no context_apply call" if calls else "no tool call"
+            return Plan(tuple(prior), all_or_nothing=True, meta=meta)
+        try:
+            items = acf.read_batch(apply.arguments)
+        except acf.BatchFormatError as e:
+            raise ModelPlannerError(f"unparseable: context_apply {e}", meta) from None
+        meta["batch"] = [[rid, note] for rid, note in items]
+        if not items:
+            meta["decision"] = "empty batch"
+            return Plan(tuple(prior), all_or_nothing=True, meta=meta)
+        problem = acf.batch_problem(
+            ctx.index,
+            items,
+            archived={e.object_id for e in prior},
+            protected={f.id for f in ctx.index.functions()}
+            - {f.id for f in sel.editable_functions(ctx)},
+        )
+        meta["decision"] = "batch rejected" if problem else "batch applied"
+        if problem:
+            meta["batch_problem"] = problem
+        edits = (*prior, *acf.batch_edits(ctx.index, items))
+        return Plan(edits, all_or_nothing=True, meta=meta)
+
+    def _as_seen(self, ctx: PrefixContext, prior: list[Edit]) -> tuple[Message, ...]:
+        """The prefix with the recorded archives in place: what the agent really saw."""
+        if not prior:
+            return ctx.messages
+        recorded = rehearse(Plan(tuple(prior), all_or_nothing=True), ctx.index, ctx.messages)
+        view = commit(recorded, ctx.messages, ctx.index, ctx.count, handles=self.handles(ctx))
+        return view.messages
+
+
+#: a context_apply call the model wrote into its text instead of making it
+_TEXT_CALL = re.compile(r"context_apply\s*[({]|\"result_id\"\s*:")

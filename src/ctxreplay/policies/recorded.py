@@ -26,7 +26,9 @@ class Recorded(Policy):
     named tool result, leaving the model's note in its place; ``context_recover`` brings an
     original back as a new tool result. Replaying a trace, an applied batch becomes folds with
     the recorded notes (``<ctxreplay:archived id="rN" …>note</…>``); recorded recoveries are
-    already in the trace as ordinary tool results, so they need no edit.
+    already in the trace as ordinary tool results, so they need no edit: the stub stays where
+    the original was, and the recovered copy is a tool result with its own fresh id, which a
+    later batch may archive in turn (naming the original again is "already archived").
 
     Which batches count: only ``context_apply`` calls answered in the prefix by a result that is
     not an error (the harness accepted them). Like the original harness, a batch with an
@@ -46,55 +48,66 @@ class Recorded(Policy):
         return sel.handles(ctx.index)
 
     def plan(self, ctx: PrefixContext) -> Plan:
-        archived: set[str] = set()
-        edits: list[Edit] = []
-        rejected: list[str] = []
-        for apply_call in self._applied_calls(ctx):
-            items = batch_items(arguments_object(sel.call_part(ctx, apply_call)))
-            batch, problem = self._resolve(ctx, apply_call, items, archived)
-            if problem is not None:
-                rejected.append(f"{apply_call.id}: {problem}")
-                continue
-            for obj, note in batch:
-                archived.add(obj.id)
-                edits.append(Edit(obj.id, "fold", note=note, reason=f"recorded:{apply_call.id}"))
+        edits, rejected = recorded_edits(ctx, self.params.tool_name)
         return Plan(tuple(edits), meta={"rejected": rejected} if rejected else {})
 
-    def _applied_calls(self, ctx: PrefixContext) -> list[ContextObject]:
-        name = self.params.tool_name
-        return [
-            f
-            for f in ctx.index.functions()
-            if f.tool_name is not None
-            and (f.tool_name == name or f.tool_name.endswith(f"__{name}"))
-            and not f.is_error
-        ]
 
-    def _resolve(
-        self,
-        ctx: PrefixContext,
-        apply_call: ContextObject,
-        items: list[tuple[str, str]] | None,
-        archived: set[str],
-    ) -> tuple[list[tuple[ContextObject, str]], str | None]:
-        if not items:
-            return [], "no batch in the arguments"
-        editable = {f.id for f in sel.editable_functions(ctx)}
-        out: list[tuple[ContextObject, str]] = []
-        seen: set[str] = set()
-        for handle, note in items:
-            obj = sel.object_for_handle(ctx.index, handle)
-            if obj is None or obj.call_index >= apply_call.call_index:
-                return [], f"unknown result id {handle!r}"
-            if obj.id in seen:
-                return [], f"duplicate result id {handle!r}"
-            if obj.id in archived:
-                return [], f"result id {handle!r} already archived"
-            if obj.id not in editable:
-                return [], f"result id {handle!r} is protected"
-            seen.add(obj.id)
-            out.append((obj, note))
-        return out, None
+def is_apply_tool(tool_name: str | None, name: str = "context_apply") -> bool:
+    """``context_apply``, or an MCP-prefixed name such as ``mcp__ctx__context_apply``."""
+    return tool_name is not None and (tool_name == name or tool_name.endswith(f"__{name}"))
+
+
+def recorded_edits(
+    ctx: PrefixContext, tool_name: str = "context_apply"
+) -> tuple[list[Edit], list[str]]:
+    """The folds that the prefix's accepted ``context_apply`` calls made, in order, and the
+    batches that replay as nothing (``"<call id>: <why>"``). Shared with ``agent-forgetting``,
+    whose acting model sees the prefix as the agent did: with these results already archived."""
+    archived: set[str] = set()
+    edits: list[Edit] = []
+    rejected: list[str] = []
+    editable = {f.id for f in sel.editable_functions(ctx)}
+    for apply_call in _applied_calls(ctx, tool_name):
+        items = batch_items(arguments_object(sel.call_part(ctx, apply_call)))
+        batch, problem = _resolve(ctx, apply_call, items, archived, editable)
+        if problem is not None:
+            rejected.append(f"{apply_call.id}: {problem}")
+            continue
+        for obj, note in batch:
+            archived.add(obj.id)
+            edits.append(Edit(obj.id, "fold", note=note, reason=f"recorded:{apply_call.id}"))
+    return edits, rejected
+
+
+def _applied_calls(ctx: PrefixContext, name: str) -> list[ContextObject]:
+    """The apply calls the harness accepted: answered in the prefix, not by an error."""
+    return [f for f in ctx.index.functions() if is_apply_tool(f.tool_name, name) and not f.is_error]
+
+
+def _resolve(
+    ctx: PrefixContext,
+    apply_call: ContextObject,
+    items: list[tuple[str, str]] | None,
+    archived: set[str],
+    editable: set[str],
+) -> tuple[list[tuple[ContextObject, str]], str | None]:
+    if not items:
+        return [], "no batch in the arguments"
+    out: list[tuple[ContextObject, str]] = []
+    seen: set[str] = set()
+    for handle, note in items:
+        obj = sel.object_for_handle(ctx.index, handle)
+        if obj is None or obj.call_index >= apply_call.call_index:
+            return [], f"unknown result id {handle!r}"
+        if obj.id in seen:
+            return [], f"duplicate result id {handle!r}"
+        if obj.id in archived:
+            return [], f"result id {handle!r} already archived"
+        if obj.id not in editable:
+            return [], f"result id {handle!r} is protected"
+        seen.add(obj.id)
+        out.append((obj, note))
+    return out, None
 
 
 def batch_items(arguments: Any) -> list[tuple[str, str]] | None:

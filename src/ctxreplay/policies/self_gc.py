@@ -18,17 +18,41 @@ from ._model_planner import (
     completion_meta,
 )
 from ._selfgc_prompt import (
-    PLAN_SCHEMA,
     SCHEMA_NAME,
     ParsedPlan,
     PlanFormatError,
     parse_plan,
+    plan_schema,
     render_plan_prompt,
 )
 from .base import CommitDecision, Policy, PrefixContext, policy
 
 #: rehearsal reasons that mean the planner named something that is not an object of the prefix
 INVALID_REASONS = frozenset({"unknown_id", "not_target"})
+
+
+@dataclass(frozen=True)
+class SelfGCSettings:
+    """Self-GC's own parameters (see :class:`SelfGC`)."""
+
+    planner: Literal["rules", "llm"] = "rules"
+    keep_recent: int = 2
+    short_tokens: int = 500
+    fold_min_tokens: int = 1500
+    log_min_lines: int = 20
+    log_shape_ratio: float = 0.6
+    mask_ratio: float = 0.1
+    commit_rule: Literal["threshold", "cost"] = "threshold"
+    commit_threshold: float = 0.3
+    expected_requests: int = 10
+    cached_price: float = 0.30
+    cache_write_price: float = 3.75
+    #: prompt budget in the corpus tokenizer's tokens (o200k by default); the default fits
+    #: SmolLM2's 8,192-token context with room to answer
+    max_prompt_tokens: int = 4000
+    plan_format: Literal["json", "xml"] = "json"
+    #: the summary's bound in the json_schema (and in the instructions)
+    summary_chars: int = 2000
 
 
 @policy("self-gc")
@@ -66,7 +90,9 @@ class SelfGC(ModelPlannerMixin, Policy):
     latest turn — the paper measured planners trying this in 4–8% of plans) besides the
     harness's own drop reasons. ``plan_format`` chooses which form is asked for (``json`` sends
     a strict ``json_schema``, stepped down by the client when the endpoint refuses it); both are
-    accepted. ``max_prompt_tokens`` bounds the rendering (o200k tokens; previews shrink first).
+    accepted. ``max_prompt_tokens`` bounds the rendering (previews shrink first);
+    ``summary_chars`` bounds the summary, and the schema bounds steps and reasons, so that a
+    small model cannot loop until ``max_tokens``.
     Tokens, cost (the L_GC term), prompt hash and the parameters sent go into ``plan.meta``.
 
     Commit (``decide``): ``commit_rule="threshold"`` (default) commits when the rehearsed
@@ -86,27 +112,14 @@ class SelfGC(ModelPlannerMixin, Policy):
     ``commit_rule``, ``commit_threshold``, ``expected_requests``, ``cached_price``,
     ``cache_write_price`` the commit decision; ``base_url``, ``model``, ``api_key_env``,
     ``timeout``, ``max_retries``, ``concurrency``, ``cache_dir``, ``tariff``, ``tariffs_path``,
-    ``temperature``, ``seed``, ``max_tokens``, ``max_prompt_tokens``, ``plan_format`` the llm
+    ``temperature``, ``seed``, ``max_tokens``, ``max_prompt_tokens``, ``plan_format``,
+    ``summary_chars`` the llm
     planner (endpoint plumbing stays out of the policy label).
     """
 
     @dataclass(frozen=True)
-    class Params(ModelParams):
-        planner: Literal["rules", "llm"] = "rules"
-        keep_recent: int = 2
-        short_tokens: int = 500
-        fold_min_tokens: int = 1500
-        log_min_lines: int = 20
-        log_shape_ratio: float = 0.6
-        mask_ratio: float = 0.1
-        commit_rule: Literal["threshold", "cost"] = "threshold"
-        commit_threshold: float = 0.3
-        expected_requests: int = 10
-        cached_price: float = 0.30
-        cache_write_price: float = 3.75
-        #: o200k tokens; the default fits SmolLM2's 8,192-token context with room to answer
-        max_prompt_tokens: int = 4000
-        plan_format: Literal["json", "xml"] = "json"
+    class Params(ModelParams, SelfGCSettings):
+        """The planner and commit settings first, then the llm planner's endpoint."""
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
@@ -115,7 +128,7 @@ class SelfGC(ModelPlannerMixin, Policy):
     def describe(self) -> dict[str, Any]:
         out = super().describe()
         if self.params.planner == "llm":
-            out["planner"] = self.model_settings()
+            out["endpoint"] = self.model_settings()
         return out
 
     # --- plan -----------------------------------------------------------------------------
@@ -165,7 +178,11 @@ class SelfGC(ModelPlannerMixin, Policy):
             "max_tokens": p.max_tokens,
         }
         if p.plan_format == "json":
-            args.update(response_format="json_schema", schema=PLAN_SCHEMA, schema_name=SCHEMA_NAME)
+            args.update(
+                response_format="json_schema",
+                schema=plan_schema(p.summary_chars),
+                schema_name=SCHEMA_NAME,
+            )
         return args
 
     def _plan_llm(self, ctx: PrefixContext) -> Plan:
@@ -178,6 +195,7 @@ class SelfGC(ModelPlannerMixin, Policy):
             count=ctx.count,
             max_prompt_tokens=p.max_prompt_tokens,
             xml=p.plan_format == "xml",
+            summary_chars=p.summary_chars,
         )
         prompt = {
             "prompt_rendered_tokens": rendered.tokens,

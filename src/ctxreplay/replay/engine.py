@@ -226,7 +226,8 @@ class ReplaySummary:
 
 
 @lru_cache(maxsize=4)
-def _counter(tokenizer: str) -> Callable[[str], int]:
+def cached_counter(tokenizer: str) -> Callable[[str], int]:
+    """A memoised token counter: the same strings recur across the cases of a session."""
     return lru_cache(maxsize=200_000)(get_tokenizer(tokenizer).count)
 
 
@@ -294,7 +295,9 @@ def outcome_rows(
         "planner_completion_tokens": planner.get("completion_tokens"),
         "planner_usd": planner.get("usd"),
         "planner_prompt_hash": planner.get("prompt_hash"),
-        "planner_params": json.dumps(planner["params_sent"], sort_keys=True) if planner.get("params_sent") else None,
+        "planner_params": json.dumps(planner["params_sent"], sort_keys=True)
+        if planner.get("params_sent")
+        else None,
         "planner_cache_hit": planner.get("cache_hit"),
         "n_archives": len(view.archives),
         **cost.as_row(),
@@ -404,7 +407,7 @@ def run_chunk(
     from .cost import Tariff
 
     corpus = Corpus(corpus_path)
-    count = _counter(tokenizer)
+    count = cached_counter(tokenizer)
     built = [rebuild_policy(p) for p in policies]
     sidecar = SidecarStore(Path(out) / "sidecar")
     sessions = dict(corpus.iter_sessions(chunk.sessions))
@@ -532,9 +535,36 @@ def run_replay(
     _finish_summary(run, per_policy)
     summary.policies = list(per_policy.values())
     summary.seconds = time.perf_counter() - started
+    manifest["planner_calls"] = _planner_calls(run, labels)
     manifest["completed_at"] = created_at()
     (run / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return summary
+
+
+def _planner_calls(run: Path, labels: Sequence[str]) -> dict[str, Any]:
+    """Per model-driven policy: every prompt hash sent and each distinct parameter set."""
+    out: dict[str, Any] = {}
+    for label in labels:
+        folder = run / "figures" / slug(label)
+        if not folder.exists():
+            continue
+        frame = pl.read_parquet(
+            folder / "*.parquet", columns=["case_id", "planner_prompt_hash", "planner_params"]
+        )
+        calls = frame.filter(pl.col("planner_prompt_hash").is_not_null()).sort("case_id")
+        if calls.height:
+            out[label] = {
+                "prompt_hashes": dict(
+                    zip(calls["case_id"], calls["planner_prompt_hash"], strict=True)
+                ),
+                "params_sent": sorted(
+                    {
+                        json.dumps(json.loads(p), sort_keys=True)
+                        for p in calls["planner_params"].drop_nulls()
+                    }
+                ),
+            }
+    return out
 
 
 def _finish_summary(run: Path, per_policy: dict[str, PolicySummary]) -> None:

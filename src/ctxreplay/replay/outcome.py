@@ -45,7 +45,8 @@ def replay_case(policy: Policy, ctx: PrefixContext) -> Outcome:
     try:
         plan = policy.plan(ctx)
     except PlannerError as e:
-        plan, failure = Plan(meta={"failure": str(e)}), str(e)
+        # a failed call still cost tokens: keep its bookkeeping (tokens, prompt hash, params)
+        plan, failure = Plan(meta={**getattr(e, "meta", {}), "failure": str(e)}), str(e)
     rehearsal = rehearse(plan, ctx.index, ctx.messages)
     view = commit(
         rehearsal,
