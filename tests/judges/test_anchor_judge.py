@@ -156,3 +156,31 @@ def test_reobtained_anchor_is_not_a_dependency() -> None:
 )
 def test_extraction_kinds(text: str, kinds: set[str]) -> None:
     assert {a.kind for a in extract(text)} == kinds
+
+
+def test_anchors_in_most_sessions_are_boilerplate() -> None:
+    from collections import Counter
+
+    from ctxreplay.judges.anchor import anchor_document_frequency, common_anchors
+
+    sessions = [session() for _ in range(5)]  # every session shares the same order id and URL
+    df, n = anchor_document_frequency(sessions)
+    assert n == 5 and df["ORD-88213-KX"] == 5
+    common = common_anchors(df, n, 0.5)
+    assert "https://track.example.com/p/ZX81" in common
+    assert common_anchors(Counter({"x-1": 3}), 3, 0.5) == frozenset()  # too few sessions to tell
+    judge = AnchorJudge()
+    judge.use_state(sorted(common))
+    msgs = session()
+    prefix, future = tuple(msgs[:13]), tuple(msgs[13:])
+    index = build_index(prefix, count)
+    view = commit(
+        rehearse(Plan.of(Edit("function:get_order:1", "prune")), index, prefix),
+        prefix,
+        index,
+        count,
+    )
+    verdict = judge.judge(
+        JudgeInput("c", "s", "p", prefix, view.messages, future, index, dict(view.actions))
+    )
+    assert all(loss.anchor != "https://track.example.com/p/ZX81" for loss in verdict.losses)

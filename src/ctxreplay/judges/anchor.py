@@ -19,6 +19,7 @@ recoverable from an archive whose pointer the view shows. Steps:
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -80,7 +81,8 @@ def owner_of(index: ObjectIndex) -> dict[int, ContextObject]:
     return owner
 
 
-def common_anchors(sessions: Iterable[Sequence[Message]], fraction: float) -> frozenset[str]:
+def anchor_document_frequency(sessions: Iterable[Sequence[Message]]) -> tuple[Counter[str], int]:
+    """In how many sessions each anchor occurs (system prompts aside), and how many sessions."""
     df: Counter[str] = Counter()
     n = 0
     for messages in sessions:
@@ -88,6 +90,16 @@ def common_anchors(sessions: Iterable[Sequence[Message]], fraction: float) -> fr
         df.update(
             {a.text for m in messages if m.role != "system" for a in extract(message_text(m))}
         )
+    return df, n
+
+
+def _frequency_of(corpus_path: str, session_ids: list[str]) -> tuple[Counter[str], int]:
+    from ..datasets.store import Corpus
+
+    return anchor_document_frequency(m for _, m in Corpus(corpus_path).iter_sessions(session_ids))
+
+
+def common_anchors(df: Counter[str], n: int, fraction: float) -> frozenset[str]:
     if n < 4:  # too few sessions to call anything common
         return frozenset()
     return frozenset(a for a, c in df.items() if c / n > fraction)
@@ -106,10 +118,25 @@ class AnchorJudge(Judge):
 
     # --- corpus-level filter ------------------------------------------------------------
     def corpus_state(self, corpus: Any) -> list[str]:
-        """Anchors found in most sessions of the corpus: boilerplate, not dependencies."""
-        return sorted(
-            common_anchors((m for _, m in corpus.iter_sessions()), self.params.common_fraction)
-        )
+        """Anchors found in most sessions of the corpus: boilerplate, not dependencies.
+
+        One pass over the corpus, split across processes (it reads every message once).
+        """
+        from concurrent.futures import ProcessPoolExecutor
+
+        ids = corpus.sessions()["session_id"].to_list()
+        workers = min(4, os.cpu_count() or 1, max(1, len(ids) // 50))
+        if workers > 1:
+            chunks = [ids[i::workers] for i in range(workers)]
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                parts = list(pool.map(_frequency_of, [str(corpus.path)] * workers, chunks))
+            df: Counter[str] = Counter()
+            for counts, _ in parts:
+                df.update(counts)
+            n = sum(k for _, k in parts)
+        else:
+            df, n = anchor_document_frequency(m for _, m in corpus.iter_sessions())
+        return sorted(common_anchors(df, n, self.params.common_fraction))
 
     def use_state(self, state: Any) -> None:
         self.common = frozenset(state or ())
