@@ -35,7 +35,11 @@ _ID = re.compile(
 _NUMBER = re.compile(
     r"(?<![\w.,])[-+$€£]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?(?![\w,])|(?<![\w.,])[-+$€£]?\d+\.\d+%?(?![\w.])|(?<![\w.,])\d{5,}(?![\w.,])"
 )
-_QUOTE = re.compile(r"[\"“'`]([^\"”'`\n]{12,200})[\"”'`]")
+#: quoted text, each kind of quote closed by its own partner; a single quote only where it
+#: cannot be an apostrophe
+_QUOTE = re.compile(
+    r"“([^”\n]{12,400})”|\"([^\"\n]{12,400})\"|`([^`\n]{12,400})`|(?<!\w)'([^'\n]{12,400})'(?!\w)"
+)
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 _DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?\b")
 
@@ -112,9 +116,10 @@ def extract(text: str) -> list[Anchor]:
         if not _is_trivial_number(m.group().strip("+-$€£%")):
             add(m.group(), m.start(), "number")
     for m in _QUOTE.finditer(text):
-        inner = m.group(1).strip()
+        group = next(g for g in range(1, 5) if m.group(g) is not None)
+        inner = m.group(group).strip()
         if len(inner) >= 12 and " " in inner:
-            add(inner, m.start(1), "quote")
+            add(inner, m.start(group), "quote")
     return sorted(found.values(), key=lambda a: text.find(a.text))
 
 

@@ -181,11 +181,7 @@ def _load_builtins() -> None:
     from importlib import import_module
 
     for module in _BUILTIN:
-        try:
-            import_module(f"ctxreplay.judges.{module}")
-        except ModuleNotFoundError as e:
-            if e.name != f"ctxreplay.judges.{module}":
-                raise
+        import_module(f"ctxreplay.judges.{module}")
 
 
 def make_judge(spec: str | Judge, **overrides: str) -> Judge:

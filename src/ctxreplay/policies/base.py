@@ -134,11 +134,7 @@ def _load_builtins() -> None:
     from importlib import import_module
 
     for module in _BUILTIN:
-        try:
-            import_module(f"ctxreplay.policies.{module}")
-        except ModuleNotFoundError as e:
-            if e.name != f"ctxreplay.policies.{module}":
-                raise
+        import_module(f"ctxreplay.policies.{module}")
 
 
 def all_policies() -> list[str]:

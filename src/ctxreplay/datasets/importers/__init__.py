@@ -19,11 +19,7 @@ BUILTIN = (
 )
 
 for _module in BUILTIN:
-    try:
-        import_module(f"{__name__}.{_module}")
-    except ModuleNotFoundError as e:  # a format still being written must not break the others
-        if e.name != f"{__name__}.{_module}":
-            raise
+    import_module(f"{__name__}.{_module}")
 
 
 def detect(path: Path) -> str | None:
