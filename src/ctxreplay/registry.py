@@ -148,10 +148,13 @@ def params_to_dict(params: Any) -> dict[str, Any]:
     return {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
 
 
-def params_label(name: str, params: Any) -> str:
-    """Canonical label: the name plus every parameter that differs from its default."""
+def params_label(name: str, params: Any, ignore: frozenset[str] = frozenset()) -> str:
+    """Canonical label: the name plus every parameter that differs from its default (``ignore``:
+    parameters that say how a plugin runs, not what it does)."""
     changed = []
     for f in dataclasses.fields(params):
+        if f.name in ignore:
+            continue
         value = getattr(params, f.name)
         default = (
             f.default

@@ -9,7 +9,7 @@ denominator — it never counts as either).
 
 from __future__ import annotations
 
-import dataclasses
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -123,7 +123,7 @@ def availability(item: JudgeInput) -> Availability:
     return Availability(view_text, "\n".join(visible), "\n".join(hidden))
 
 
-class Judge:
+class Judge(ABC):
     """Base class: subclasses set ``Params`` and implement ``judge``."""
 
     name: ClassVar[str] = ""
@@ -139,22 +139,14 @@ class Judge:
 
     @property
     def label(self) -> str:
-        if not self.operational:
-            return params_label(self.name, self.params)
-        defaults = self.Params()
-        kept = {
-            f.name: getattr(self.params, f.name)
-            if f.name not in self.operational
-            else getattr(defaults, f.name)
-            for f in dataclasses.fields(self.params)
-        }
-        return params_label(self.name, type(self.params)(**kept))
+        return params_label(self.name, self.params, self.operational)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "label": self.label, "params": params_to_dict(self.params)}
 
+    @abstractmethod
     def judge(self, item: JudgeInput) -> Verdict:
-        raise NotImplementedError(f"judge {self.name} must implement judge()")
+        """The one method a plugin must write."""
 
     def corpus_state(self, corpus: Any) -> Any:
         """Corpus-level knowledge a judge needs (computed once, in the main process)."""
@@ -162,9 +154,11 @@ class Judge:
 
     def use_state(self, state: Any) -> None:
         """Receive what ``corpus_state`` computed (in each worker process)."""
+        return None
 
     def close(self) -> None:
         """Release clients and servers."""
+        return None
 
 
 judges: Registry[type[Judge]] = Registry("judge", "ctxreplay.judges")

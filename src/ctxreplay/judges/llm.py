@@ -23,14 +23,13 @@ The defaults point at ``ctxreplay local-model serve`` (SmolLM2-135M on 127.0.0.1
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 from ..datasets.schema import CATEGORIES
 from ..datasets.tokenizer import get_tokenizer
-from ..llm.cache import default_cache_dir
 from ..llm.client import Completion, ModelCallError, ModelClient, parse_json_answer
+from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
 from .base import Judge, JudgeInput, Loss, Usage, Verdict, judge
 from .prompt import RenderedPrompt, render_prompt
 
@@ -70,21 +69,10 @@ _TOP_KEYS = frozenset(VERDICT_SCHEMA["required"])
 
 
 @dataclass(frozen=True)
-class LLMJudgeParams:
-    base_url: str = "http://127.0.0.1:8089/v1"
-    model: str = "SmolLM2-135M-Instruct"
-    api_key_env: str = "OPENAI_API_KEY"
+class LLMJudgeParams(EndpointParams):
     temperature: float = 0.0
     seed: int = 0
     max_tokens: int = 800
-    timeout: float = 120.0
-    max_retries: int = 3
-    concurrency: int = 4
-    #: "auto" ($CTXREPLAY_CACHE_DIR/llm), "off", or a folder
-    cache_dir: str = "auto"
-    #: tariff name from the tariffs file; "" → the model's own name when it has a tariff
-    tariff: str = ""
-    tariffs_path: str = ""
     #: counted with o200k; SmolLM2's tokenizer needs ~1.4x as many, so 4000 fits its 8192
     max_prompt_tokens: int = 4000
     #: the strictest structured-output form to ask for (the client steps down when refused)
@@ -142,23 +130,11 @@ class LLMJudge(Judge):
 
     Params = LLMJudgeParams
     concurrent: ClassVar[bool] = True
-    operational: ClassVar[frozenset[str]] = frozenset(
-        {
-            "base_url",
-            "api_key_env",
-            "timeout",
-            "max_retries",
-            "concurrency",
-            "cache_dir",
-            "tariff",
-            "tariffs_path",
-        }
-    )
+    operational: ClassVar[frozenset[str]] = OPERATIONAL
 
     def __init__(self, params: LLMJudgeParams | None = None) -> None:
         super().__init__(params)
-        self._client: ModelClient | None = None
-        self._lock = threading.Lock()
+        self._client = LazyClient(self.params)
 
     # the client holds sockets and locks: workers rebuild it from the params
     def __getstate__(self) -> dict[str, Any]:
@@ -169,34 +145,10 @@ class LLMJudge(Judge):
 
     @property
     def client(self) -> ModelClient:
-        with self._lock:
-            if self._client is None:
-                p: LLMJudgeParams = self.params
-                cache = p.cache_dir.strip()
-                if cache.lower() in ("", "off", "none", "false"):
-                    cache_dir = None
-                elif cache.lower() == "auto":
-                    cache_dir = default_cache_dir()
-                else:
-                    cache_dir = cache
-                self._client = ModelClient(
-                    p.base_url,
-                    p.model,
-                    api_key_env=p.api_key_env or None,
-                    timeout=p.timeout,
-                    max_retries=p.max_retries,
-                    concurrency=p.concurrency,
-                    cache_dir=cache_dir,
-                    tariff=p.tariff or None,
-                    tariffs_path=p.tariffs_path or None,
-                )
-            return self._client
+        return self._client.get()
 
     def close(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._client.close()
 
     # --- prompt and request ---------------------------------------------------------------
 

@@ -14,49 +14,17 @@ carries the same bookkeeping in ``.meta``, since the tokens were spent all the s
 
 from __future__ import annotations
 
-import dataclasses
-import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..llm.cache import default_cache_dir
-from ..registry import params_label
+from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
 from ..replay.plan import PlannerError
-
-#: parameters that change how a planner reaches its model, not what it decides: left out of the
-#: policy label, so a run keeps its folders when the endpoint URL or the cache folder moves
-OPERATIONAL: frozenset[str] = frozenset(
-    {
-        "base_url",
-        "api_key_env",
-        "timeout",
-        "max_retries",
-        "concurrency",
-        "cache_dir",
-        "tariffs_path",
-    }
-)
 
 
 @dataclass(frozen=True)
-class ModelParams:
-    """Endpoint parameters of a model-driven planner (used only when ``planner=llm``).
+class ModelParams(EndpointParams):
+    """Endpoint and sampling parameters of a model-driven planner (used when ``planner=llm``)."""
 
-    The defaults point at ``ctxreplay local-model serve`` (SmolLM2-135M on 127.0.0.1:8089).
-    ``cache_dir``: ``auto`` ($CTXREPLAY_CACHE_DIR/llm), ``off``, or a folder. ``tariff``: a name
-    from the tariffs file, or empty for the model's own name when it has one (else the cost is
-    unknown, not zero).
-    """
-
-    base_url: str = "http://127.0.0.1:8089/v1"
-    model: str = "SmolLM2-135M-Instruct"
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout: float = 120.0
-    max_retries: int = 3
-    concurrency: int = 4
-    cache_dir: str = "auto"
-    tariff: str = ""
-    tariffs_path: str = ""
     temperature: float = 0.0
     seed: int = 0
     max_tokens: int = 800
@@ -80,51 +48,14 @@ class ModelPlannerMixin:
     params: Any
 
     def _init_model(self) -> None:
-        self._client: Any = None
-        self._client_lock = threading.Lock()
-
-    @property
-    def label(self) -> str:
-        """Name plus changed parameters, endpoint plumbing left out (see ``OPERATIONAL``)."""
-        defaults = type(self.params)()
-        kept = {
-            f.name: getattr(defaults if f.name in self.operational else self.params, f.name)
-            for f in dataclasses.fields(self.params)
-        }
-        return params_label(self.name, type(self.params)(**kept))
+        self._client = LazyClient(self.params)
 
     @property
     def client(self) -> Any:
-        from ..llm.client import ModelClient  # the openai SDK loads only when a model is used
-
-        with self._client_lock:
-            if self._client is None:
-                p = self.params
-                cache = p.cache_dir.strip()
-                if cache.lower() in ("", "off", "none", "false"):
-                    cache_dir = None
-                elif cache.lower() == "auto":
-                    cache_dir = default_cache_dir()
-                else:
-                    cache_dir = cache
-                self._client = ModelClient(
-                    p.base_url,
-                    p.model,
-                    api_key_env=p.api_key_env or None,
-                    timeout=p.timeout,
-                    max_retries=p.max_retries,
-                    concurrency=p.concurrency,
-                    cache_dir=cache_dir,
-                    tariff=p.tariff or None,
-                    tariffs_path=p.tariffs_path or None,
-                )
-            return self._client
+        return self._client.get()
 
     def close(self) -> None:
-        with self._client_lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._client.close()
 
     def model_settings(self) -> dict[str, Any]:
         """Endpoint settings for the run manifest (the key's variable name, never its value)."""

@@ -9,6 +9,7 @@ prefix (``PrefixContext``), never the future.
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -41,7 +42,7 @@ class CommitDecision:
     reason: str
 
 
-class Policy:
+class Policy(ABC):
     """Base class. Subclasses set ``Params`` and implement ``plan``."""
 
     name: ClassVar[str] = ""
@@ -52,15 +53,19 @@ class Policy:
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()
 
+    #: parameters that say how a policy runs (its model endpoint), not what it decides
+    operational: ClassVar[frozenset[str]] = frozenset()
+
     @property
     def label(self) -> str:
-        return params_label(self.name, self.params)
+        return params_label(self.name, self.params, self.operational)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "label": self.label, "params": params_to_dict(self.params)}
 
+    @abstractmethod
     def plan(self, ctx: PrefixContext) -> Plan:
-        raise NotImplementedError(f"policy {self.name} must implement plan()")
+        """The one method a plugin must write."""
 
     def handles(self, ctx: PrefixContext) -> dict[str, str] | None:
         """Object id → the result id the agent knows it by (agent-controlled forgetting)."""
@@ -74,6 +79,7 @@ class Policy:
 
     def close(self) -> None:
         """Release what the policy holds (model clients)."""
+        return None
 
 
 policies: Registry[type[Policy]] = Registry("policy", "ctxreplay.policies")
