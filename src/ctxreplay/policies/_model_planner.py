@@ -41,14 +41,21 @@ class ModelPlannerError(PlannerError):
 
 class ModelPlannerMixin:
     """Client handling for a :class:`~ctxreplay.policies.base.Policy` whose Params extend
-    :class:`ModelParams`. Subclasses call ``_init_model()`` from ``__init__``."""
+    :class:`ModelParams`; it comes before ``Policy`` in the bases."""
 
     operational: ClassVar[frozenset[str]] = OPERATIONAL
     name: ClassVar[str]
     params: Any
 
-    def _init_model(self) -> None:
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)  # type: ignore[call-arg]  # the Policy after this mixin
         self._client = LazyClient(self.params)
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().describe()  # type: ignore[misc]
+        if getattr(self.params, "planner", "llm") == "llm":
+            out["endpoint"] = self.model_settings()
+        return out
 
     @property
     def client(self) -> Any:

@@ -97,16 +97,6 @@ class AgentForgetting(ModelPlannerMixin, Policy):
     class Params(ModelParams, ForgettingSettings):
         """The planner and reminder settings first, then the llm planner's endpoint."""
 
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self._init_model()
-
-    def describe(self) -> dict[str, Any]:
-        out = super().describe()
-        if self.params.planner == "llm":
-            out["endpoint"] = self.model_settings()
-        return out
-
     def handles(self, ctx: PrefixContext) -> dict[str, str]:
         return sel.handles(ctx.index)
 

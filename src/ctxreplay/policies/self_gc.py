@@ -121,16 +121,6 @@ class SelfGC(ModelPlannerMixin, Policy):
     class Params(ModelParams, SelfGCSettings):
         """The planner and commit settings first, then the llm planner's endpoint."""
 
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self._init_model()
-
-    def describe(self) -> dict[str, Any]:
-        out = super().describe()
-        if self.params.planner == "llm":
-            out["endpoint"] = self.model_settings()
-        return out
-
     # --- plan -----------------------------------------------------------------------------
 
     def plan(self, ctx: PrefixContext) -> Plan:
