@@ -130,19 +130,3 @@ def run_pipeline(cfg: PipelineConfig, echo=print) -> Path:
     for path in report.save(cfg.out / "report.html"):
         echo(f"HTML report: {path}")
     return run
-
-
-def load_config(path: str | os.PathLike[str]) -> dict[str, object]:
-    """A TOML file whose keys are the options of ``ctxreplay run`` (dashes or underscores)."""
-    import tomllib
-
-    with open(path, "rb") as f:
-        doc = tomllib.load(f)
-    flat: dict[str, object] = {}
-    for key, value in doc.items():
-        if isinstance(value, dict):  # [judge] base_url = ... → judge_options
-            for k, v in value.items():
-                flat[f"{key}.{k}".replace("-", "_")] = v
-        else:
-            flat[key.replace("-", "_")] = value
-    return flat

@@ -116,3 +116,22 @@ def test_cli_sql_prints_table(tmp_path) -> None:
     assert "3" in out.output
     bad = CliRunner().invoke(main, ["sql", str(tmp_path / "c"), "SELECT * FROM nope"])
     assert bad.exit_code == 2 and "nope" in bad.output
+
+
+def test_info_reports_roles_outputs_and_rejects_by_reason(tmp_path) -> None:
+    from ctxreplay.datasets.info import corpus_info
+
+    w = CorpusWriter(tmp_path / "c", get_tokenizer())
+    for i in range(3):
+        w.add(session(i))
+    w.add_reject(Reject("f.jsonl", "orphan_tool_result", "no call", b"{}", "openai-chat", 0, 1))
+    w.close([])
+    info = corpus_info(Corpus(tmp_path / "c"))
+    assert info["overview"].row(0, named=True)["sessions"] == 3
+    roles = dict(info["by_role"].select("role", "messages").iter_rows())
+    assert roles == {"assistant": 6, "system": 3, "tool": 3, "user": 3}
+    assert info["largest_outputs"]["tool_name"].to_list() == ["read_file"] * 3
+    reject = info["rejects"].row(0, named=True)
+    assert reject["reason"] == "orphan_tool_result" and "never made" in reject["meaning"]
+    out = CliRunner().invoke(main, ["info", str(tmp_path / "c")])
+    assert out.exit_code == 0 and "by role" in out.output and "orphan_tool_result" in out.output

@@ -53,6 +53,13 @@ def test_commit_rule() -> None:
     assert commit_benefit(10, 40, 89, T) == pytest.approx(10 * 40 * 0.5e-6 - 89 * 1.5e-6)
     assert commit_benefit(1, 40, 89, T) < 0 < commit_benefit(10, 40, 89, T)
     assert commit_benefit(10, 40, 89, T, planner_cost=1.0) < 0
+    # a provider with a cache-write premium makes the break dearer: 89 tokens at 3.75 − 0.30
+    sonnet = Tariff("s", input=3.0, cached_input=0.30, output=15.0, cache_write=3.75)
+    assert commit_benefit(10, 40, 89, sonnet) == pytest.approx(10 * 40 * 0.30e-6 - 89 * 3.45e-6)
+    assert (
+        load_tariff("claude-sonnet-4").write_rate == 3.75
+        and load_tariff("gpt-4.1").write_rate == 2.0
+    )
 
 
 def test_tariffs_from_toml(tmp_path) -> None:

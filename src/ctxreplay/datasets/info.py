@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from .rejects import REASONS
 from .store import Corpus
 
 QUERIES: dict[str, str] = {
@@ -42,12 +43,22 @@ def corpus_info(corpus: Corpus) -> dict[str, pl.DataFrame]:
                 out[name] = pl.DataFrame({"reason": [], "records": []})
                 continue
             out[name] = con.sql(query).pl()
+    if out["rejects"].height:
+        out["rejects"] = out["rejects"].with_columns(
+            meaning=pl.col("reason").replace_strict(REASONS, default="", return_dtype=pl.String)
+        )
     return out
 
 
 def render_info(corpus: Corpus) -> str:
     parts = [f"corpus {corpus.path} (tokenizer {corpus.tokenizer_name}, {corpus.buckets} buckets)"]
-    with pl.Config(tbl_rows=20, tbl_cols=-1, fmt_str_lengths=48, tbl_hide_dataframe_shape=True):
+    with pl.Config(
+        tbl_rows=20,
+        tbl_cols=-1,
+        fmt_str_lengths=64,
+        tbl_width_chars=200,
+        tbl_hide_dataframe_shape=True,
+    ):
         for name, frame in corpus_info(corpus).items():
             title = name.replace("_", " ")
             body = str(frame) if frame.height else "  (none)"

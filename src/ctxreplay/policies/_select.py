@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ..datasets.messages import Part
-from ..replay.objects import ContextObject, ObjectIndex, part_tokens
+from ..replay.objects import ContextObject, ObjectIndex
 from .base import PrefixContext
 
 #: OpenCode's prune, OpenClaw's hard-clear and Claude Code's microcompact all use this text.
@@ -40,11 +40,6 @@ def result_part(ctx: PrefixContext, obj: ContextObject) -> Part:
 
 def result_body(ctx: PrefixContext, obj: ContextObject) -> str:
     return result_part(ctx, obj).content or ""
-
-
-def result_tokens(ctx: PrefixContext, obj: ContextObject) -> int:
-    """Tokens of the result part as the view counts them (its name and its body)."""
-    return part_tokens(result_part(ctx, obj), ctx.count)
 
 
 def body_tokens(ctx: PrefixContext, obj: ContextObject) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..replay.cost import commit_benefit, load_tariff
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan, Rehearsal, rehearse
 from ..replay.view import View
@@ -45,8 +46,10 @@ class SelfGCSettings:
     commit_rule: Literal["threshold", "cost"] = "threshold"
     commit_threshold: float = 0.3
     expected_requests: int = 10
-    cached_price: float = 0.30
-    cache_write_price: float = 3.75
+    #: the acting agent's prices for the cost rule (a name from the tariffs file); the default
+    #: has a cache-write premium, as the study's provider does
+    agent_tariff: str = "claude-sonnet-4"
+    agent_tariffs_path: str = ""
     #: prompt budget in the corpus tokenizer's tokens (o200k by default); the default fits
     #: SmolLM2's 8,192-token context with room to answer
     max_prompt_tokens: int = 4000
@@ -98,19 +101,19 @@ class SelfGC(ModelPlannerMixin, Policy):
     Commit (``decide``): ``commit_rule="threshold"`` (default) commits when the rehearsed
     estimated pruning (estimated saving / prefix tokens) exceeds ``commit_threshold`` — 0.3, the
     paper's operating point. ``commit_rule="cost"`` commits when
-    N·(C − C′) − L_cache_break − L_GC > 0, with N = ``expected_requests`` future requests,
-    C = ``cached_price``·P and C′ = ``cached_price``·V the per-request cost of reading the prefix
-    (P tokens) or the view (V tokens) from the prompt cache, L_cache_break =
-    (``cache_write_price`` − ``cached_price``)·S the one-off cost of writing the S view tokens
-    from the first edited message on into the cache instead of reading them (the untouched head
-    stays cached), and L_GC the planner call's cost (0 for rules; the model's tariff for llm).
-    Prices are USD per million tokens (defaults: Claude Sonnet's cache read and 5-minute cache
-    write). A plan that is not committed is left pending: the view is the prefix.
+    N·(C − C′) − L_cache_break − L_GC > 0 (``replay.cost.commit_benefit``), with N =
+    ``expected_requests`` future requests, C and C′ the per-request cost of reading the prefix
+    (P tokens) or the view (V tokens) from the prompt cache at the ``agent_tariff``'s cached
+    rate, L_cache_break the one-off cost of writing the S view tokens from the first edited
+    message on into the cache (cache-write minus cached rate; the untouched head stays cached),
+    and L_GC the planner call's cost (0 for rules; the model's tariff for llm). The default
+    tariff is Claude Sonnet's (cache read $0.30, 5-minute write $3.75 per million). A plan that
+    is not committed is left pending: the view is the prefix.
 
     Parameters → knobs: ``planner`` rules | llm; ``keep_recent``, ``short_tokens``,
     ``fold_min_tokens``, ``log_min_lines``, ``log_shape_ratio``, ``mask_ratio`` the rules;
-    ``commit_rule``, ``commit_threshold``, ``expected_requests``, ``cached_price``,
-    ``cache_write_price`` the commit decision; ``base_url``, ``model``, ``api_key_env``,
+    ``commit_rule``, ``commit_threshold``, ``expected_requests``, ``agent_tariff``,
+    ``agent_tariffs_path`` the commit decision; ``base_url``, ``model``, ``api_key_env``,
     ``timeout``, ``max_retries``, ``concurrency``, ``cache_dir``, ``tariff``, ``tariffs_path``,
     ``temperature``, ``seed``, ``max_tokens``, ``max_prompt_tokens``, ``plan_format``,
     ``summary_chars`` the llm
@@ -259,12 +262,14 @@ class SelfGC(ModelPlannerMixin, Policy):
         """N·(C − C′) − L_cache_break − L_GC in USD (see the class docstring); ``l_gc`` is the
         planner's cost (0 for rules)."""
         p = self.params
-        per_token = 1e-6
-        c = p.cached_price * per_token * prefix_tokens
-        c_new = p.cached_price * per_token * view.tokens
-        broken = _tokens_from_first_edit(view)
-        cache_break = (p.cache_write_price - p.cached_price) * per_token * broken
-        return p.expected_requests * (c - c_new) - cache_break - l_gc
+        tariff = load_tariff(p.agent_tariff or None, p.agent_tariffs_path or None)
+        return commit_benefit(
+            p.expected_requests,
+            prefix_tokens - view.tokens,
+            _tokens_from_first_edit(view),
+            tariff,
+            l_gc,
+        )
 
 
 def _later_success(f: ContextObject, functions: list[ContextObject]) -> bool:

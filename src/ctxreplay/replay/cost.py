@@ -34,6 +34,11 @@ class Tariff:
     input: float  # USD per 1M prompt tokens not served from cache
     cached_input: float  # USD per 1M cached prompt tokens
     output: float  # USD per 1M completion tokens
+    cache_write: float | None = None  # USD per 1M tokens written to the cache; None: input price
+
+    @property
+    def write_rate(self) -> float:
+        return self.cache_write if self.cache_write is not None else self.input
 
     def cost(self, prompt: int, cached: int, completion: int) -> float:
         cached = max(0, min(cached, prompt))
@@ -59,11 +64,13 @@ def _load(path: str | None) -> tuple[str, dict[str, Tariff]]:
     models: dict[str, Tariff] = {}
     for name, t in doc.get("models", {}).items():
         try:
+            write = t.get("cache_write")
             models[name] = Tariff(
                 name,
                 float(t["input"]),
                 float(t.get("cached_input", t["input"])),
                 float(t["output"]),
+                float(write) if write is not None else None,
             )
         except (KeyError, TypeError, ValueError) as e:
             raise TariffError(
@@ -210,9 +217,10 @@ def commit_benefit(
     """Self-GC's cache-aware commit rule, in USD: N_future·(C − C′) − L_cache_break − L_GC.
 
     Under prefix caching a kept token costs the cached rate on each later request, so
-    C − C′ = saved·r_cache; the one-off cache break re-pays the tokens after the first edit at
-    the full input rate instead of the cached one.
+    C − C′ = saved·r_cache; the one-off cache break re-writes the tokens after the first edit at
+    the cache-write rate (the input rate where the provider charges no premium) instead of
+    reading them at the cached one.
     """
     per_request = saved_tokens * tariff.cached_input / 1e6
-    break_cost = cache_break_tokens * (tariff.input - tariff.cached_input) / 1e6
+    break_cost = cache_break_tokens * (tariff.write_rate - tariff.cached_input) / 1e6
     return expected_requests * per_request - break_cost - planner_cost

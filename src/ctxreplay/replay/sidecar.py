@@ -18,7 +18,7 @@ from pathlib import Path
 from ..datasets.messages import Message, Part
 from ..datasets.schema import row_to_part
 from .objects import part_tokens
-from .view import Archive, View
+from .view import Archive
 
 _REF = re.compile(r"^sha256:([0-9a-f]{16,64})$")
 
@@ -119,7 +119,3 @@ def recover_into_view(
         Message(role="assistant", parts=(call,), seq=seq, tokens=part_tokens(call, count)),
         Message(role="tool", parts=(back,), seq=seq + 1, tokens=part_tokens(back, count)),
     )
-
-
-def view_archives(view: View) -> dict[str, Archive]:
-    return {a.ref: a for a in view.archives}
