@@ -22,14 +22,13 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from ..datasets.cases import read_cases
 from ..datasets.messages import Message
 from ..datasets.schema import row_to_part
 from ..datasets.tokenizer import get_tokenizer
-from ..replay.engine import Run, cached_counter, slug
+from ..replay.engine import Run, atomic_write, cached_counter, slug
 from ..replay.objects import build_index
 from ..replay.sidecar import SidecarStore
 from .base import Archived, Judge, JudgeInput, Verdict, make_judge
@@ -132,13 +131,11 @@ def corpus_state(run: Run, judge: Judge) -> Any:
 
 
 def _write_part(rows: list[dict[str, Any]], folder: Path) -> None:
-    if not rows:
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
-    tmp = folder / f".{name}.tmp"
-    pq.write_table(pa.Table.from_pylist(rows, schema=VERDICTS), tmp, compression="zstd")
-    os.replace(tmp, folder / name)
+    """A new part file per batch (never overwritten), written atomically."""
+    if rows:
+        atomic_write(
+            rows, VERDICTS, folder / f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+        )
 
 
 # --- building judge inputs -----------------------------------------------------------------

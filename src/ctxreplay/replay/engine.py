@@ -435,7 +435,7 @@ def run_chunk(
                 rows[policy.label]["views"].append(v)
     for policy in built:
         for table in TABLES:
-            _atomic_write(
+            atomic_write(
                 rows[policy.label][table],
                 SCHEMAS[table],
                 _chunk_path(Path(out), table, policy.label, chunk.index),
@@ -459,7 +459,7 @@ def _chunk_path(run: Path, table: str, label: str, index: int) -> Path:
     return run / table / slug(label) / f"chunk-{index:05d}.parquet"
 
 
-def _atomic_write(rows: list[dict[str, Any]], schema: pa.Schema, path: Path) -> None:
+def atomic_write(rows: list[dict[str, Any]], schema: pa.Schema, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp, compression="zstd")
