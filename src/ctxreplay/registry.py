@@ -14,10 +14,16 @@ import types
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from importlib import import_module
 from importlib.metadata import entry_points
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class NoParams:
+    """Parameters of a plugin that takes none."""
 
 
 class UnknownPluginError(KeyError):
@@ -30,9 +36,11 @@ class UnknownPluginError(KeyError):
 class Registry(Generic[T]):
     """Name → plugin, filled by ``@registry.register(name)`` and by entry points."""
 
-    def __init__(self, kind: str, group: str) -> None:
+    def __init__(self, kind: str, group: str, builtins: tuple[str, ...] = ()) -> None:
         self.kind = kind
         self.group = group
+        #: modules that register the built-in plugins, imported on the first lookup
+        self.builtins = builtins
         self._items: dict[str, T] = {}
         self._entry_points_loaded = False
 
@@ -51,6 +59,8 @@ class Registry(Generic[T]):
         if self._entry_points_loaded:
             return
         self._entry_points_loaded = True
+        for module in self.builtins:
+            import_module(module)
         for ep in entry_points(group=self.group):
             if ep.name not in self._items:
                 obj = ep.load()
@@ -77,13 +87,49 @@ class Registry(Generic[T]):
         self._load_entry_points()
         return name in self._items
 
+    def create(self, spec: str, **overrides: str) -> Any:
+        """An instance from ``name:key=value,...`` (``overrides`` win over the spec)."""
+        name, raw = parse_spec(spec)
+        raw.update({k: v for k, v in overrides.items() if v is not None})
+        cls: Any = self.get(name)
+        try:
+            return cls(parse_params(cls.Params, raw))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{self.kind} {name}: {e}") from None
+
+    def rebuild(self, described: dict[str, Any]) -> Any:
+        """The inverse of ``Plugin.describe()``: a manifest entry back into an instance."""
+        cls: Any = self.get(described["name"])
+        fields = {f.name for f in dataclasses.fields(cls.Params)}
+        values = {
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in described.get("params", {}).items()
+            if k in fields
+        }
+        return cls(cls.Params(**values))
+
+
+class Plugin:
+    """What policies and judges share: a name, typed parameters, a label and a description."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type] = NoParams
+    #: parameters that say how a plugin runs (its model endpoint, its cache), not what it
+    #: decides: left out of the label, so results survive a new URL or cache folder
+    operational: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, params: Any = None) -> None:
+        self.params = params if params is not None else self.Params()
+
+    @property
+    def label(self) -> str:
+        return params_label(self.name, self.params, self.operational)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "label": self.label, "params": params_to_dict(self.params)}
+
 
 # --- typed parameters -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NoParams:
-    """Parameters of a plugin that takes none."""
 
 
 def _coerce(raw: str, tp: Any, field_name: str) -> Any:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from ..datasets.messages import Message
-from ..registry import NoParams, Registry, params_label, params_to_dict, parse_params, parse_spec
+from ..registry import Plugin, Registry
 from ..replay.objects import ObjectIndex
 
 Label = Literal["no_impact", "impact", "unscored"]
@@ -123,26 +123,11 @@ def availability(item: JudgeInput) -> Availability:
     return Availability(view_text, "\n".join(visible), "\n".join(hidden))
 
 
-class Judge(ABC):
+class Judge(Plugin, ABC):
     """Base class: subclasses set ``Params`` and implement ``judge``."""
 
-    name: ClassVar[str] = ""
-    Params: ClassVar[type] = NoParams
     #: judges that call models are run concurrently by the engine
     concurrent: ClassVar[bool] = False
-    #: parameters that change how a judge runs, not what it decides: left out of its label, so
-    #: verdicts survive a new endpoint URL, concurrency or cache folder
-    operational: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(self, params: Any = None) -> None:
-        self.params = params if params is not None else self.Params()
-
-    @property
-    def label(self) -> str:
-        return params_label(self.name, self.params, self.operational)
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "label": self.label, "params": params_to_dict(self.params)}
 
     @abstractmethod
     def judge(self, item: JudgeInput) -> Verdict:
@@ -161,31 +146,15 @@ class Judge(ABC):
         return None
 
 
-judges: Registry[type[Judge]] = Registry("judge", "ctxreplay.judges")
+judges: Registry[type[Judge]] = Registry(
+    "judge", "ctxreplay.judges", tuple(f"ctxreplay.judges.{m}" for m in ("anchor", "llm", "truth"))
+)
 
 
 def judge(name: str) -> Callable[[type[Judge]], type[Judge]]:
     return judges.register(name)
 
 
-_BUILTIN = ("anchor", "llm", "truth")
-
-
-def _load_builtins() -> None:
-    from importlib import import_module
-
-    for module in _BUILTIN:
-        import_module(f"ctxreplay.judges.{module}")
-
-
 def make_judge(spec: str | Judge, **overrides: str) -> Judge:
-    if isinstance(spec, Judge):
-        return spec
-    _load_builtins()
-    name, raw = parse_spec(spec)
-    raw.update({k: v for k, v in overrides.items() if v is not None})
-    cls = judges.get(name)
-    try:
-        return cls(parse_params(cls.Params, raw))
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"judge {name}: {e}") from None
+    """A judge from ``name:key=value,...`` (``overrides``, e.g. CLI options, win)."""
+    return spec if isinstance(spec, Judge) else judges.create(spec, **overrides)

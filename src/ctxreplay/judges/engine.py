@@ -31,7 +31,7 @@ from ..datasets.tokenizer import get_tokenizer
 from ..replay.engine import Run, atomic_write, cached_counter, slug
 from ..replay.objects import build_index
 from ..replay.sidecar import SidecarStore
-from .base import Archived, Judge, JudgeInput, Verdict, make_judge
+from .base import Archived, Judge, JudgeInput, Verdict, judges, make_judge
 
 LOSS = pa.struct(
     [
@@ -209,7 +209,7 @@ def _judge_chunk(
     """A process worker: judge every input of a few sessions with a deterministic judge."""
     from ..datasets.store import Corpus
 
-    judge = _rebuild(spec)
+    judge = judges.rebuild(spec)
     judge.use_state(state)
     corpus = Corpus(corpus_path)
     sidecar = SidecarStore(Path(run_path) / "sidecar")
@@ -220,14 +220,6 @@ def _judge_chunk(
         for item in inputs_for(w, sessions[w.session_id], sidecar):
             rows.append(verdict_row(name, item, judge, judge.judge(item)))
     return rows
-
-
-def _rebuild(spec: dict[str, Any]) -> Judge:
-    from .base import _load_builtins, judges
-
-    _load_builtins()
-    cls = judges.get(spec["name"])
-    return cls(cls.Params(**spec["params"]))
 
 
 # --- the run ------------------------------------------------------------------------------

@@ -8,14 +8,13 @@ prefix (``PrefixContext``), never the future.
 
 from __future__ import annotations
 
-import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..datasets.messages import Message
-from ..registry import NoParams, Registry, params_label, params_to_dict, parse_params, parse_spec
+from ..registry import Plugin, Registry
 from ..replay.objects import ObjectIndex
 from ..replay.plan import Plan, Rehearsal
 from ..replay.view import View
@@ -42,26 +41,11 @@ class CommitDecision:
     reason: str
 
 
-class Policy(ABC):
+class Policy(Plugin, ABC):
     """Base class. Subclasses set ``Params`` and implement ``plan``."""
 
-    name: ClassVar[str] = ""
-    Params: ClassVar[type] = NoParams
     #: agent-controlled forgetting validates its batch all-or-nothing
     all_or_nothing: ClassVar[bool] = False
-
-    def __init__(self, params: Any = None) -> None:
-        self.params = params if params is not None else self.Params()
-
-    #: parameters that say how a policy runs (its model endpoint), not what it decides
-    operational: ClassVar[frozenset[str]] = frozenset()
-
-    @property
-    def label(self) -> str:
-        return params_label(self.name, self.params, self.operational)
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "label": self.label, "params": params_to_dict(self.params)}
 
     @abstractmethod
     def plan(self, ctx: PrefixContext) -> Plan:
@@ -82,41 +66,6 @@ class Policy(ABC):
         return None
 
 
-policies: Registry[type[Policy]] = Registry("policy", "ctxreplay.policies")
-
-
-def policy(name: str) -> Callable[[type[Policy]], type[Policy]]:
-    """Register a policy class under ``name``."""
-    return policies.register(name)
-
-
-def make_policy(spec: str | Policy) -> Policy:
-    """A policy from ``name:key=value,...`` (or an instance, returned as is)."""
-    if isinstance(spec, Policy):
-        return spec
-    _load_builtins()
-    name, raw = parse_spec(spec)
-    cls = policies.get(name)
-    try:
-        params = parse_params(cls.Params, raw)
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"policy {name}: {e}") from None
-    return cls(params)
-
-
-def rebuild_policy(described: dict[str, Any]) -> Policy:
-    """The inverse of ``Policy.describe()``: the manifest entry back into a policy."""
-    _load_builtins()
-    cls = policies.get(described["name"])
-    fields = {f.name for f in dataclasses.fields(cls.Params)}
-    values = {
-        k: tuple(v) if isinstance(v, list) else v
-        for k, v in described.get("params", {}).items()
-        if k in fields
-    }
-    return cls(cls.Params(**values))
-
-
 _BUILTIN = (
     "noop",
     "oldest_turn",
@@ -129,20 +78,25 @@ _BUILTIN = (
     "self_gc",
     "agent_forgetting",
 )
-_loaded = False
+policies: Registry[type[Policy]] = Registry(
+    "policy", "ctxreplay.policies", tuple(f"ctxreplay.policies.{m}" for m in _BUILTIN)
+)
 
 
-def _load_builtins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from importlib import import_module
+def policy(name: str) -> Callable[[type[Policy]], type[Policy]]:
+    """Register a policy class under ``name``."""
+    return policies.register(name)
 
-    for module in _BUILTIN:
-        import_module(f"ctxreplay.policies.{module}")
+
+def make_policy(spec: str | Policy) -> Policy:
+    """A policy from ``name:key=value,...`` (or an instance, returned as is)."""
+    return spec if isinstance(spec, Policy) else policies.create(spec)
+
+
+def rebuild_policy(described: dict[str, Any]) -> Policy:
+    """The inverse of ``Policy.describe()``: the manifest entry back into a policy."""
+    return policies.rebuild(described)
 
 
 def all_policies() -> list[str]:
-    _load_builtins()
     return policies.names()
