@@ -191,41 +191,22 @@ def cases_cmd(
     seed: int,
 ) -> None:
     """Cut each session into cases (prefix + real future) at trigger points."""
-    from .datasets.cases import (
-        CaseError,
-        build_cases,
-        parse_horizon,
-        parse_trigger,
-        read_cuts,
-        write_cases,
-    )
+    from .datasets.cases import CaseError, cut_corpus
 
-    c = _open_corpus(corpus)
     try:
-        parsed = [parse_trigger(t, window) for t in triggers]
-        frame = build_cases(
-            c,
-            parsed,
-            horizon=parse_horizon(horizon),
-            cuts=read_cuts(cuts) if cuts else None,
+        frame, path = cut_corpus(
+            _open_corpus(corpus),
+            out,
+            triggers=triggers,
+            window=window,
+            cuts=cuts,
+            horizon=horizon,
             suite=suite,
             sample=sample,
             seed=seed,
         )
     except CaseError as e:
         _fail(str(e), 2)
-    meta = {
-        "corpus": str(corpus.resolve()),
-        "corpus_fingerprint": c.fingerprint(),
-        "triggers": list(triggers),
-        "window": window,
-        "cuts": str(cuts) if cuts else None,
-        "horizon": horizon,
-        "suite": suite,
-        "sample": sample,
-        "seed": seed,
-    }
-    path = write_cases(frame, out, meta)
     sessions = frame["session_id"].n_unique() if frame.height else 0
     click.echo(f"{frame.height} cases from {sessions} sessions → {path}")
     if frame.height:

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .datasets.cases import build_cases, parse_horizon, parse_trigger, write_cases
+from .datasets.cases import cut_corpus
 from .datasets.store import Corpus
 
 DEMO_POLICIES: tuple[str, ...] = (
@@ -69,25 +69,16 @@ def prepare_cases(cfg: PipelineConfig, corpus: Corpus) -> tuple[Path, str]:
     path = cfg.out / "cases.parquet"
     if path.exists():
         return path, f"cases: reusing {path}"
-    frame = build_cases(
+    frame, path = cut_corpus(
         corpus,
-        [parse_trigger(t, cfg.window) for t in cfg.triggers],
-        horizon=parse_horizon(cfg.horizon),
+        path,
+        triggers=cfg.triggers,
+        window=cfg.window,
+        horizon=cfg.horizon,
         suite=cfg.suite,
         sample=cfg.sample,
         seed=cfg.seed,
     )
-    meta = {
-        "corpus": str(corpus.path.resolve()),
-        "corpus_fingerprint": corpus.fingerprint(),
-        "triggers": list(cfg.triggers),
-        "window": cfg.window,
-        "horizon": cfg.horizon,
-        "suite": cfg.suite,
-        "sample": cfg.sample,
-        "seed": cfg.seed,
-    }
-    write_cases(frame, path, meta)
     return path, f"cases: {frame.height} from {frame['session_id'].n_unique()} sessions → {path}"
 
 

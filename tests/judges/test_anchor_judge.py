@@ -61,7 +61,7 @@ def judge_view(*edits: Edit, fut_from: int = 13) -> tuple:
     msgs = session()
     prefix, future = tuple(msgs[:fut_from]), tuple(msgs[fut_from:])
     index = build_index(prefix, count)
-    view = commit(rehearse(Plan.of(*edits), index, prefix), prefix, index, count)
+    view = commit(rehearse(Plan.of(*edits), index), prefix, index, count)
     item = JudgeInput(
         "case",
         "s",
@@ -132,7 +132,7 @@ def test_reobtained_anchor_is_not_a_dependency() -> None:
     prefix, future = tuple(msgs[:13]), tuple(msgs[13:])
     index = build_index(prefix, count)
     view = commit(
-        rehearse(Plan.of(Edit("function:get_order:1", "prune")), index, prefix),
+        rehearse(Plan.of(Edit("function:get_order:1", "prune")), index),
         prefix,
         index,
         count,
@@ -175,7 +175,7 @@ def test_anchors_in_most_sessions_are_boilerplate() -> None:
     prefix, future = tuple(msgs[:13]), tuple(msgs[13:])
     index = build_index(prefix, count)
     view = commit(
-        rehearse(Plan.of(Edit("function:get_order:1", "prune")), index, prefix),
+        rehearse(Plan.of(Edit("function:get_order:1", "prune")), index),
         prefix,
         index,
         count,

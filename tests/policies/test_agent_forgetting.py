@@ -85,7 +85,7 @@ def test_an_unknown_id_rejects_the_whole_batch():
         Edit("function:bash:99", "fold", note="no such result"),
         all_or_nothing=True,
     )
-    r = rehearse(plan, ctx.index, ctx.messages)
+    r = rehearse(plan, ctx.index)
     assert r.accepted == ()
     assert r.batch_rejected == "unknown_id: function:bash:99"
     assert {d.reason for d in r.dropped} == {"unknown_id", "batch_rejected"}
@@ -108,5 +108,5 @@ def test_a_duplicate_id_rejects_the_whole_batch():
         Edit("function:fetch:1", "fold", note="b"),
         all_or_nothing=True,
     )
-    r = rehearse(plan, ctx.index, ctx.messages)
+    r = rehearse(plan, ctx.index)
     assert r.accepted == () and r.batch_rejected == "duplicate: function:fetch:1"

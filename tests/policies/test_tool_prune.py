@@ -94,5 +94,5 @@ def test_a_result_inside_the_latest_user_message_is_protected():
     out = s.replay("tool-prune:keep=0")
     assert [e.object_id for e in out.plan.edits] == ["function:bash:1", "function:bash:2"]
     assert out.view.messages[-1] == s.messages[-1]
-    r = rehearse(Plan.of(Edit("function:bash:3", "prune")), ctx.index, ctx.messages)
+    r = rehearse(Plan.of(Edit("function:bash:3", "prune")), ctx.index)
     assert r.accepted == () and r.dropped[0].reason == "protected"

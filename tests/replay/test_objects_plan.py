@@ -54,7 +54,7 @@ def test_rehearsal_drops_each_kind_of_bad_edit() -> None:
         Edit("function:run_tests:2", "explode"),  # bad action
         Edit("function:run_tests:2", "mask", head=10, tail=10),
     )
-    r = rehearse(plan, index, msgs)
+    r = rehearse(plan, index)
     assert [e.object_id for e in r.accepted] == ["function:read_file:1", "function:run_tests:2"]
     assert [(d.edit.object_id, d.reason) for d in r.dropped] == [
         ("function:read_file:1", "duplicate"),
@@ -72,7 +72,7 @@ def test_rehearsal_drops_each_kind_of_bad_edit() -> None:
 
 def test_mask_on_a_turn_is_not_applicable() -> None:
     msgs = coding_session()
-    r = rehearse(Plan.of(Edit("conversation:user:1", "mask")), build_index(msgs, count), msgs)
+    r = rehearse(Plan.of(Edit("conversation:user:1", "mask")), build_index(msgs, count))
     assert [d.reason for d in r.dropped] == ["not_applicable"]
 
 
@@ -84,7 +84,7 @@ def test_all_or_nothing_rejects_whole_batch() -> None:
         Edit("function:ghost:42", "fold", note="?"),
         all_or_nothing=True,
     )
-    r = rehearse(plan, index, msgs)
+    r = rehearse(plan, index)
     assert r.accepted == () and r.batch_rejected == "unknown_id: function:ghost:42"
     assert {d.reason for d in r.dropped} == {"unknown_id", "batch_rejected"}
     assert r.is_empty

@@ -24,7 +24,7 @@ from builders import coding_session, count
 
 def apply(msgs, *edits, **kw):
     index = build_index(msgs, count)
-    return commit(rehearse(Plan.of(*edits), index, msgs), msgs, index, count, **kw)
+    return commit(rehearse(Plan.of(*edits), index), msgs, index, count, **kw)
 
 
 def test_prune_removes_result_and_call_envelope_but_keeps_connective_text() -> None:

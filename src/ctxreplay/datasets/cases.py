@@ -326,3 +326,40 @@ def read_cases(path: str | os.PathLike[str]) -> tuple[pl.DataFrame, dict[str, An
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
     return frame, meta
+
+
+def cut_corpus(
+    corpus: Corpus,
+    out: str | os.PathLike[str],
+    *,
+    triggers: Sequence[str] = (),
+    window: int | None = None,
+    cuts: str | os.PathLike[str] | None = None,
+    horizon: str = "all",
+    suite: str | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> tuple[pl.DataFrame, Path]:
+    """``ctxreplay cases`` as a function: options as the CLI spells them, the cases written with a
+    record of how they were made (what a run's manifest later fingerprints)."""
+    frame = build_cases(
+        corpus,
+        [parse_trigger(t, window) for t in triggers],
+        horizon=parse_horizon(horizon),
+        cuts=read_cuts(Path(cuts)) if cuts else None,
+        suite=suite,
+        sample=sample,
+        seed=seed,
+    )
+    meta = {
+        "corpus": str(corpus.path.resolve()),
+        "corpus_fingerprint": corpus.fingerprint(),
+        "triggers": list(triggers),
+        "window": window,
+        "cuts": str(cuts) if cuts else None,
+        "horizon": horizon,
+        "suite": suite,
+        "sample": sample,
+        "seed": seed,
+    }
+    return frame, write_cases(frame, out, meta)

@@ -201,7 +201,7 @@ class AgentForgetting(ModelPlannerMixin, Policy):
         """The prefix with the recorded archives in place: what the agent really saw."""
         if not prior:
             return ctx.messages
-        recorded = rehearse(Plan(tuple(prior), all_or_nothing=True), ctx.index, ctx.messages)
+        recorded = rehearse(Plan(tuple(prior), all_or_nothing=True), ctx.index)
         view = commit(recorded, ctx.messages, ctx.index, ctx.count, handles=self.handles(ctx))
         return view.messages
 

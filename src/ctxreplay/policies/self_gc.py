@@ -224,7 +224,7 @@ class SelfGC(ModelPlannerMixin, Policy):
             for step in parsed.steps
             for target in step.targets
         )
-        trial = rehearse(Plan(edits), ctx.index, ctx.messages)
+        trial = rehearse(Plan(edits), ctx.index)
         reasons: dict[str, int] = {}
         for d in trial.dropped:
             reasons[d.reason] = reasons.get(d.reason, 0) + 1

@@ -47,7 +47,7 @@ def replay_case(policy: Policy, ctx: PrefixContext) -> Outcome:
     except PlannerError as e:
         # a failed call still cost tokens: keep its bookkeeping (tokens, prompt hash, params)
         plan, failure = Plan(meta={**getattr(e, "meta", {}), "failure": str(e)}), str(e)
-    rehearsal = rehearse(plan, ctx.index, ctx.messages)
+    rehearsal = rehearse(plan, ctx.index)
     view = commit(
         rehearsal,
         ctx.messages,

@@ -9,11 +9,9 @@ would split a tool call from its result are dropped, each with its reason. In al
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..datasets.messages import Message
 from .objects import ContextObject, ObjectIndex
 
 Action = Literal["keep", "fold", "mask", "prune"]
@@ -95,9 +93,7 @@ def _span(obj: ContextObject) -> set[int]:
     return set(obj.messages) if obj.kind == "user_turn" else set()
 
 
-def rehearse(
-    plan: Plan, index: ObjectIndex, messages: Sequence[Message] | None = None
-) -> Rehearsal:
+def rehearse(plan: Plan, index: ObjectIndex) -> Rehearsal:
     seen: dict[str, Edit] = {}
     accepted: list[Edit] = []
     dropped: list[Dropped] = []
@@ -142,7 +138,7 @@ def rehearse(
         if clash is not None:
             drop(edit, "overlap", f"with {clash}")
             continue
-        if obj.kind == "user_turn" and messages is not None and _splits_pair(obj, index, messages):
+        if obj.kind == "user_turn" and _splits_pair(obj, index):
             drop(edit, "split_pair", "a call in this turn is answered outside it")
             continue
         accepted.append(edit)
@@ -176,7 +172,7 @@ def _in_latest_user_message(obj: ContextObject, index: ObjectIndex) -> bool:
     return index[index.latest_turn].messages[0] in (obj.call_index, obj.result_index)
 
 
-def _splits_pair(turn: ContextObject, index: ObjectIndex, messages: Sequence[Message]) -> bool:
+def _splits_pair(turn: ContextObject, index: ObjectIndex) -> bool:
     span = set(turn.messages)
     return any((f.call_index in span) != (f.result_index in span) for f in index.functions())
 

@@ -379,7 +379,9 @@ def media_part(item: dict[str, Any], modality: str, where: str) -> Part:
     inner = (
         item.get("image_url") or item.get("input_audio") or item.get("file") or item.get("source")
     )
-    url = item.get("url") or (item.get("image_url") if isinstance(item.get("image_url"), str) else None)
+    url = item.get("url") or (
+        item.get("image_url") if isinstance(item.get("image_url"), str) else None
+    )
     mime = None
     data = None
     if isinstance(inner, dict):

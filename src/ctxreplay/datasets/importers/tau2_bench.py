@@ -95,7 +95,9 @@ class Tau2BenchImporter(Importer):
             yield self.reject(path, doc, e.reason, e.detail, e.json_path)
             return
         if not sims:
-            yield self.reject(path, doc, "empty_session", "the results hold no simulations", "$.simulations")
+            yield self.reject(
+                path, doc, "empty_session", "the results hold no simulations", "$.simulations"
+            )
             return
         context = _DocumentContext(value, file_digest(path), path)
         for i, sim in enumerate(sims):
