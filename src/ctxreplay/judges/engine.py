@@ -203,6 +203,15 @@ def inputs_for(
             )
 
 
+def session_inputs(
+    corpus: Any, sidecar: SidecarStore, works: Sequence[Work]
+) -> Iterator[list[JudgeInput]]:
+    """The judge inputs of each session with work left, one session read at a time."""
+    by_id = {w.session_id: w for w in works}
+    for sid, messages in corpus.iter_sessions(list(by_id)):
+        yield list(inputs_for(by_id[sid], messages, sidecar))
+
+
 def _judge_chunk(
     run_path: str, corpus_path: str, spec: dict[str, Any], state: Any, works: list[Work]
 ) -> list[dict[str, Any]]:
@@ -213,13 +222,12 @@ def _judge_chunk(
     judge.use_state(state)
     corpus = Corpus(corpus_path)
     sidecar = SidecarStore(Path(run_path) / "sidecar")
-    sessions = dict(corpus.iter_sessions([w.session_id for w in works]))
-    rows = []
     name = Path(run_path).name
-    for w in works:
-        for item in inputs_for(w, sessions[w.session_id], sidecar):
-            rows.append(verdict_row(name, item, judge, judge.judge(item)))
-    return rows
+    return [
+        verdict_row(name, item, judge, judge.judge(item))
+        for items in session_inputs(corpus, sidecar, works)
+        for item in items
+    ]
 
 
 # --- the run ------------------------------------------------------------------------------
@@ -363,9 +371,8 @@ def write_batch(
     judge.use_state(corpus_state(run, judge))
 
     def requests() -> Iterator[tuple[str, dict[str, Any]]]:
-        for sid, messages in run.corpus.iter_sessions([w.session_id for w in works]):
-            work = next(w for w in works if w.session_id == sid)
-            for item in inputs_for(work, messages, sidecar):
+        for items in session_inputs(run.corpus, sidecar, works):
+            for item in items:
                 yield judge.request_for(item)  # type: ignore[attr-defined]
 
     return write_batch_input(requests(), out)
@@ -391,9 +398,8 @@ def ingest_batch(
     sidecar = SidecarStore(run.path / "sidecar")
     summary = JudgeSummary(judge.label, skipped=skipped)
     rows = []
-    for sid, messages in run.corpus.iter_sessions([w.session_id for w in works]):
-        work = next(w for w in works if w.session_id == sid)
-        for item in inputs_for(work, messages, sidecar):
+    for items in session_inputs(run.corpus, sidecar, works):
+        for item in items:
             body = results.get(judge.custom_id(item))  # type: ignore[attr-defined]
             if body is None:
                 continue
@@ -450,11 +456,8 @@ def _run_threaded(
     concurrency = int(getattr(judge.params, "concurrency", 4) or 4)
     pending: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        for sid, messages in corpus.iter_sessions([w.session_id for w in works]):
-            work = next(w for w in works if w.session_id == sid)
-            futures = {
-                pool.submit(judge.judge, item): item for item in inputs_for(work, messages, sidecar)
-            }
+        for items in session_inputs(corpus, sidecar, works):
+            futures = {pool.submit(judge.judge, item): item for item in items}
             for fut in as_completed(futures):
                 item = futures[fut]
                 try:

@@ -493,7 +493,9 @@ def commit_reasons(figures: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def cost_table(figures: pl.DataFrame, policies: Sequence[str]) -> pl.DataFrame:
+def cost_table(
+    figures: pl.DataFrame, policies: Sequence[str], reasons: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per policy, sums over its cases of the figures' cost columns (see ``replay/cost.py``).
 
     Each case's future requests are costed as if the policy edited at that cut only; USD is a
@@ -501,7 +503,7 @@ def cost_table(figures: pl.DataFrame, policies: Sequence[str]) -> pl.DataFrame:
     and the delta is policy − baseline under the same assumption (low with low, high with high).
     ``cache_breaks`` counts committed cases whose edit broke the prompt cache.
     """
-    reasons = commit_reasons(figures)
+    reasons = reasons if reasons is not None else commit_reasons(figures)
     rows = []
     for policy in policies:
         f = figures.filter(pl.col("policy") == policy)
@@ -681,7 +683,7 @@ def build_report(
         else pl.DataFrame(schema=PAIRED_SCHEMA)
     )
     losses = losses_frame(run, rows)
-    figures = run.table("figures")
+    reasons = commit_reasons(rows)  # rows hold every figures column, one row per (policy, case)
     meta = _metadata(
         run,
         label,
@@ -708,8 +710,8 @@ def build_report(
         paired=paired,
         taxonomy=taxonomy_table(rows, losses, policies),
         examples=example_losses(losses, examples),
-        cost=cost_table(figures, policies),
-        commit_reasons=commit_reasons(figures),
+        cost=cost_table(rows, policies, reasons),
+        commit_reasons=reasons,
         losses=losses,
         meta=json.loads(json.dumps(meta, default=str)),
         notes=tuple(notes),
