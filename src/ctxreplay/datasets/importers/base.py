@@ -64,9 +64,8 @@ class Importer:
             )
 
     def sessions_from_record(self, path: Path, record: Record) -> Iterator[Session]:
-        raise NotImplementedError(
-            f"{type(self).__name__} must implement sessions_from_record or read"
-        )
+        """Sessions of one record; an importer overrides this, or ``read`` as a whole."""
+        raise TypeError(f"{type(self).__name__} overrides neither sessions_from_record nor read")
 
     def guarded(self, path: Path, record: Record, produce: Any) -> Iterator[Session | Reject]:
         """Run ``produce()``, validate what it made, and turn any failure into a reject."""
