@@ -45,7 +45,7 @@ def main() -> None:
     stages = {
         "synthesise": r"tokens \(.*\) in ([\d.]+)s",
         "replay": r"replayed .* in ([\d.]+)s",
-        "judge": r"judge anchor: .* in ([\d.]+)s",
+        "judge": r"judge \S+: .* in ([\d.]+)s",
     }
     print(f"ctxreplay demo --sessions {args.sessions} --workers {args.workers}")
     for name, pattern in stages.items():

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .datasets.cases import cut_corpus
 from .datasets.store import Corpus
+from .judges.base import DEFAULT_JUDGE
 
 DEMO_POLICIES: tuple[str, ...] = (
     "noop",
@@ -42,7 +43,7 @@ class PipelineConfig:
     workers: int = 2
     tariff: str | None = None
     tariffs_path: str | None = None
-    judge: str = "anchor"
+    judge: str = DEFAULT_JUDGE
     judge_options: dict[str, str] = field(default_factory=dict)
     reference: str | None = None
     bootstrap: int = 2000

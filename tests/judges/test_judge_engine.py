@@ -37,11 +37,11 @@ def test_calibrate_against_truth_cli(synth_corpus, synth_cases, tmp_path) -> Non
     judged = runner.invoke(main, ["judge", str(run), "--quiet"])
     assert judged.exit_code == 0, judged.output
     assert "no_impact" in judged.output
-    out = runner.invoke(main, ["calibrate", str(run), "--judge", "anchor", "--against", "truth"])
+    out = runner.invoke(main, ["calibrate", str(run), "--judge", "flow", "--against", "truth"])
     assert out.exit_code == 0, out.output
     assert "Cohen's kappa" in out.output and "sensitivity" in out.output
     truth = read_verdicts(run, "truth")
-    assert truth.height == read_verdicts(run, "anchor").height
+    assert truth.height == read_verdicts(run, "flow").height
     # a judge with no verdicts yet is an error with the command to run
     missing = runner.invoke(main, ["calibrate", str(run), "--judge", "llm", "--against", "truth"])
     assert missing.exit_code == 2 and "ctxreplay judge" in missing.output

@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 
 from ctxreplay.datasets.messages import Message, Part
+from ctxreplay.datasets.schema import CATEGORIES
 from ctxreplay.datasets.tokenizer import get_tokenizer
 from ctxreplay.judges.base import LABELS, Archived, JudgeInput, make_judge
 from ctxreplay.judges.llm import VERDICT_SCHEMA, LLMJudge, LLMJudgeParams
@@ -90,17 +91,34 @@ def make_item(body: str = "", case_id: str = "s1:6", future_text: str = "") -> J
 
 
 def answer(**kw) -> str:
-    doc = {"verdict": "impact", "losses": [], "explanation": "because"}
+    doc = {"facts": [], "verdict": "impact", "explanation": "because"}
     doc.update(kw)
     return json.dumps(doc)
 
 
-LOSS = {
+LOST = {
+    "quote": "ops@example.com",
     "category": "locator_handle",
-    "anchor": "ops@example.com",
     "source_object": "function:read_file:2",
     "future_message": 6,
+    "status": "missing",
     "explanation": "the address was pruned",
+}
+KEPT = {
+    "quote": "https://example.com/r.csv",
+    "category": "locator_handle",
+    "source_object": "conversation:user:1",
+    "future_message": 6,
+    "status": "available",
+    "explanation": "the user turn is in the view",
+}
+FOLDED = {
+    "quote": "row R-1004 total=28.50",
+    "category": "evidence_detail",
+    "source_object": "function:fetch:1",
+    "future_message": 6,
+    "status": "recoverable",
+    "explanation": "behind the visible fold pointer",
 }
 
 
@@ -129,33 +147,96 @@ def fake_judge(server: FakeOpenAI, **kw) -> LLMJudge:
 
 
 def test_a_schema_answer_becomes_a_verdict_with_losses():
-    unknown = {**LOSS, "source_object": "function:nope:9", "future_message": 99}
-    body = chat_body(answer(losses=[LOSS, unknown]), usage=(900, 80, 0))
+    unknown = {**LOST, "source_object": "function:nope:9", "future_message": 99}
+    text = answer(facts=[KEPT, LOST, FOLDED, unknown])
+    body = chat_body(text, usage=(900, 80, 0))
     with FakeOpenAI(default=Reply(body=body)) as server:
         judge = fake_judge(server, tariff="gpt-4o-mini")
         v = judge.judge(make_item())
     assert v.label == "impact" and v.reason == "because"
-    first, second = v.losses
+    first, second = v.losses  # only the missing facts are losses
     assert (first.category, first.anchor, first.source_object, first.need_seq) == (
         "locator_handle",
         "ops@example.com",
         "function:read_file:2",
         6,
     )
+    assert first.detail == "the address was pruned"
     assert second.source_object is None and second.need_seq is None
     assert "function:nope:9" in second.detail
+    assert v.dependencies == 4 and v.recoverable == 1
     assert v.usage.prompt_tokens == 900 and v.usage.completion_tokens == 80
     assert v.usage.usd > 0 and v.usage.calls == 1
-    assert v.prompt_hash and len(v.prompt_hash) == 64 and v.raw == answer(losses=[LOSS, unknown])
+    assert v.prompt_hash and len(v.prompt_hash) == 64 and v.raw == text
     sent = server.requests[0]
     assert sent["response_format"]["json_schema"]["schema"] == VERDICT_SCHEMA
     assert sent["temperature"] == 0.0 and sent["seed"] == 0
 
 
-def test_no_impact_answer():
+def test_schema_asks_for_the_needed_facts_before_the_verdict():
+    props = VERDICT_SCHEMA["properties"]
+    assert list(props) == ["facts", "verdict", "explanation"]
+    fact = props["facts"]["items"]
+    assert fact["properties"]["category"]["enum"] == list(CATEGORIES)
+    assert fact["properties"]["status"]["enum"] == ["available", "recoverable", "missing"]
+    assert set(fact["required"]) == set(fact["properties"]) and not fact["additionalProperties"]
+    system = render_prompt(make_item(), max_prompt_tokens=4000, count=count).messages[0]["content"]
+    for word in (*CATEGORIES, "available", "recoverable", "missing", '"facts"', '"quote"'):
+        assert word in system, word
+
+
+def test_a_missing_fact_yields_impact_with_that_fact_as_a_loss():
+    status = {**FOLDED, "quote": '"status": "Suspended"', "status": "missing"}
+    text = answer(facts=[KEPT, status], verdict="impact", explanation="the status is gone")
+    with FakeOpenAI(default=Reply(body=chat_body(text))) as server:
+        v = fake_judge(server).judge(make_item())
+    assert v.label == "impact" and v.reason == "the status is gone"
+    (loss,) = v.losses
+    assert (loss.category, loss.anchor, loss.source_object, loss.need_seq) == (
+        "evidence_detail",
+        '"status": "Suspended"',
+        "function:fetch:1",
+        6,
+    )
+    assert v.dependencies == 2 and v.recoverable == 0
+
+
+def test_all_facts_available_yields_no_impact():
+    text = answer(facts=[KEPT, {**LOST, "status": "available"}], verdict="no_impact")
+    with FakeOpenAI(default=Reply(body=chat_body(text))) as server:
+        v = fake_judge(server).judge(make_item())
+    assert v.label == "no_impact" and v.losses == () and v.reason == "because"
+    assert v.dependencies == 2 and v.recoverable == 0
+
+
+def test_no_impact_answer_with_nothing_needed():
     with FakeOpenAI(default=Reply(body=chat_body(answer(verdict="no_impact")))) as server:
         v = fake_judge(server).judge(make_item())
-    assert v.label == "no_impact" and v.losses == ()
+    assert v.label == "no_impact" and v.losses == () and v.dependencies == 0
+
+
+def test_recoverable_facts_are_no_impact_via_recovery():
+    text = answer(facts=[KEPT, FOLDED], verdict="no_impact")
+    with FakeOpenAI(default=Reply(body=chat_body(text))) as server:
+        v = fake_judge(server).judge(make_item())
+    assert v.label == "no_impact" and v.losses == () and v.recoverable == 1
+
+
+@pytest.mark.parametrize(
+    ("stated", "facts", "derived"),
+    [
+        ("no_impact", [KEPT, LOST], "impact"),  # says fine, lists a missing fact
+        ("impact", [KEPT, FOLDED], "no_impact"),  # says lost, lists nothing missing
+    ],
+)
+def test_the_fact_list_wins_over_the_models_own_label(stated, facts, derived):
+    text = answer(facts=facts, verdict=stated, explanation="my reasons")
+    with FakeOpenAI(default=Reply(body=chat_body(text))) as server:
+        v = fake_judge(server).judge(make_item())
+    assert v.label == derived
+    assert f"the model said {stated}" in v.reason and f"{derived} by the fact list" in v.reason
+    assert v.reason.endswith("my reasons")
+    assert len(v.losses) == (1 if derived == "impact" else 0)
 
 
 FAULTS = {
@@ -164,12 +245,19 @@ FAULTS = {
     "body not JSON": [Reply(200, "<html>gateway</html>", content_type="text/html")],
     "verdict outside schema": [Reply(body=chat_body(answer(verdict="probably_fine")))],
     "unexpected key": [Reply(body=chat_body(answer(confidence=0.9)))],
-    "missing losses": [Reply(body=chat_body('{"verdict": "impact", "explanation": "x"}'))],
-    "unknown category": [Reply(body=chat_body(answer(losses=[{**LOSS, "category": "vibes"}])))],
-    "future_message not int": [
-        Reply(body=chat_body(answer(losses=[{**LOSS, "future_message": "six"}])))
+    "missing facts": [Reply(body=chat_body('{"verdict": "impact", "explanation": "x"}'))],
+    "old schema": [
+        Reply(body=chat_body('{"verdict": "no_impact", "losses": [], "explanation": ""}'))
     ],
-    "no_impact with losses": [Reply(body=chat_body(answer(verdict="no_impact", losses=[LOSS])))],
+    "unknown category": [Reply(body=chat_body(answer(facts=[{**LOST, "category": "vibes"}])))],
+    "unknown status": [Reply(body=chat_body(answer(facts=[{**LOST, "status": "gone?"}])))],
+    "fact without quote": [Reply(body=chat_body(answer(facts=[{**LOST, "quote": " "}])))],
+    "fact key missing": [
+        Reply(body=chat_body(answer(facts=[{k: v for k, v in LOST.items() if k != "status"}])))
+    ],
+    "future_message not int": [
+        Reply(body=chat_body(answer(facts=[{**LOST, "future_message": "six"}])))
+    ],
     "prose": [Reply(body=chat_body("The view looks fine to me, no impact."))],
     "truncated": [Reply(body=chat_body('{"verdict": "no_impact", "loss', finish_reason="length"))],
     "refusal": [Reply(body=chat_body(None, refusal="I can't help with that."))],
@@ -198,7 +286,7 @@ def test_judge_over_a_server_without_structured_output():
     def plain_only(body):
         if "response_format" in body:
             return Reply(400, error_body("response_format is not supported"))
-        return Reply(body=chat_body("Verdict follows. " + answer(losses=[LOSS])))
+        return Reply(body=chat_body("Verdict follows. " + answer(facts=[LOST])))
 
     with FakeOpenAI(default=plain_only) as server:
         v = fake_judge(server).judge(make_item())
@@ -206,7 +294,7 @@ def test_judge_over_a_server_without_structured_output():
 
 
 def test_cache_serves_a_second_run(tmp_path):
-    with FakeOpenAI(default=Reply(body=chat_body(answer(losses=[LOSS])))) as server:
+    with FakeOpenAI(default=Reply(body=chat_body(answer(facts=[LOST])))) as server:
         params = LLMJudgeParams(
             base_url=server.base_url, model="fake-model", cache_dir=str(tmp_path)
         )
@@ -237,7 +325,7 @@ def test_batch_request_and_ingest(tmp_path):
                 item, max_prompt_tokens=judge.params.max_prompt_tokens, count=count
             ).messages
         )
-        v = judge.verdict_from_body(item, chat_body(answer(losses=[LOSS])))
+        v = judge.verdict_from_body(item, chat_body(answer(facts=[LOST])))
         assert v.label == "impact" and v.losses[0].need_seq == 6
         assert v.prompt_hash == judge.client.prompt_hash(body["messages"], **judge._call_args())
         failed = judge.verdict_from_body(item, {"error": {"message": "expired"}})

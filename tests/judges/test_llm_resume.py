@@ -18,7 +18,7 @@ from ctxreplay.replay.engine import run_replay
 from fake_openai import FakeOpenAI, Reply, chat_body
 
 ANSWER = json.dumps(
-    {"verdict": "no_impact", "losses": [], "explanation": "all anchors still visible"}
+    {"facts": [], "verdict": "no_impact", "explanation": "all anchors still visible"}
 )
 
 

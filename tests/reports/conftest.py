@@ -1,6 +1,6 @@
 """A small judged run shared by the report tests: 6 synthetic sessions × 3 policies.
 
-Besides the anchor judge's verdicts the run holds an ``edited`` judge: the anchor verdicts with
+Besides the flow judge's verdicts the run holds an ``edited`` judge: the flow verdicts with
 three tool-prune cases made unscored and two dropped (not judged), to check denominators.
 """
 
@@ -38,14 +38,14 @@ def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         run = root / "run"
         run_replay(root / "corpus", cases, POLICIES, run, workers=1, progress=False)
-        run_judge(run, "anchor", workers=1, progress=False)
+        run_judge(run, "flow", workers=1, progress=False)
 
-        anchor = read_verdicts(run, "anchor").sort(["policy", "case_id"])
-        prune = anchor.filter(pl.col("policy") == "tool-prune")
+        judged = read_verdicts(run, "flow").sort(["policy", "case_id"])
+        prune = judged.filter(pl.col("policy") == "tool-prune")
         unscored = set(prune["case_id"].head(UNSCORED).to_list())
         dropped = set(prune["case_id"].slice(UNSCORED, DROPPED).to_list())
         edited = (
-            anchor.filter(~((pl.col("policy") == "tool-prune") & pl.col("case_id").is_in(dropped)))
+            judged.filter(~((pl.col("policy") == "tool-prune") & pl.col("case_id").is_in(dropped)))
             .with_columns(
                 pl.lit("edited").alias("judge"),
                 pl.lit("edited").alias("judge_name"),
@@ -90,6 +90,6 @@ def otel_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         run = root / "run"
         run_replay(root / "corpus", cases, ["noop", "tool-prune"], run, workers=1, progress=False)
-        run_judge(run, "anchor", workers=1, progress=False)
+        run_judge(run, "flow", workers=1, progress=False)
     assert os.listdir(run / "verdicts")
     return run

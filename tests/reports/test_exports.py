@@ -22,7 +22,7 @@ def _attrs(record: dict) -> dict:
 
 
 def test_otel_events_one_per_verdict(small_run: Path, tmp_path: Path):
-    verdicts = read_verdicts(small_run, "anchor")
+    verdicts = read_verdicts(small_run, "flow")
     summary = export_verdicts(small_run, "otel", tmp_path / "ev.json")
     assert summary.verdicts == verdicts.height and summary.by_session == verdicts.height
     doc = json.loads((tmp_path / "ev.json").read_text())
@@ -35,7 +35,7 @@ def test_otel_events_one_per_verdict(small_run: Path, tmp_path: Path):
         assert r["eventName"] == "gen_ai.evaluation.result"
         assert int(r["timeUnixNano"]) > 0
         a = _attrs(r)
-        assert a["gen_ai.evaluation.name"] == f"ctxreplay.no_impact[{a['ctxreplay.policy']}|anchor]"
+        assert a["gen_ai.evaluation.name"] == f"ctxreplay.no_impact[{a['ctxreplay.policy']}|flow]"
         assert a["gen_ai.evaluation.score.label"] in ("no_impact", "impact")
         assert a["gen_ai.evaluation.score.value"] == (
             1.0 if a["gen_ai.evaluation.score.label"] == "no_impact" else 0.0
@@ -63,7 +63,7 @@ def test_otel_unscored_verdicts_have_no_score_value(small_run: Path, tmp_path: P
 
 
 def test_phoenix_parquet_one_row_per_verdict(small_run: Path, tmp_path: Path):
-    verdicts = read_verdicts(small_run, "anchor")
+    verdicts = read_verdicts(small_run, "flow")
     export_verdicts(small_run, "phoenix", tmp_path / "ev.parquet")
     frame = pl.read_parquet(tmp_path / "ev.parquet")
     assert frame.height == verdicts.height
@@ -82,7 +82,7 @@ def test_phoenix_parquet_one_row_per_verdict(small_run: Path, tmp_path: Path):
 
 
 def test_langfuse_rows_one_per_verdict(small_run: Path, tmp_path: Path):
-    verdicts = read_verdicts(small_run, "anchor")
+    verdicts = read_verdicts(small_run, "flow")
     export_verdicts(small_run, "langfuse", tmp_path / "scores.jsonl")
     rows = [json.loads(line) for line in (tmp_path / "scores.jsonl").read_text().splitlines()]
     assert len(rows) == verdicts.height
@@ -98,7 +98,7 @@ def test_langfuse_rows_one_per_verdict(small_run: Path, tmp_path: Path):
 
 
 def test_exports_key_by_the_source_trace_when_known(otel_run: Path, tmp_path: Path):
-    verdicts = read_verdicts(otel_run, "anchor")
+    verdicts = read_verdicts(otel_run, "flow")
     assert verdicts.height > 0
     summary = export_verdicts(otel_run, "phoenix", tmp_path / "p.parquet")
     assert summary.by_trace == verdicts.height

@@ -70,7 +70,7 @@ def test_json_is_strict_and_complete(report, tmp_path: Path):
     assert doc["kind"] == "ctxreplay-report"
     assert set(doc["tables"]) == set(report.tables())
     assert len(doc["tables"]["no_impact"]) == report.no_impact.height
-    assert doc["meta"]["judge"] == "anchor" and doc["meta"]["seed"] == 0
+    assert doc["meta"]["judge"] == "flow" and doc["meta"]["seed"] == 0
     assert doc["meta"]["policies"]["tool-prune"]["params"]
     report.save(tmp_path / "r.json")
     assert json.loads((tmp_path / "r.json").read_text())["reference"] == report.reference

@@ -43,7 +43,7 @@ def test_noop_prunes_nothing_and_keeps_every_dependency(report):
 
 def test_no_impact_table_matches_figures_and_verdicts(report, small_run: Path):
     run = Run(small_run)
-    verdicts = read_verdicts(small_run, "anchor")
+    verdicts = read_verdicts(small_run, "flow")
     assert report.no_impact["policy"].to_list() == sorted(POLICIES)
     for policy in POLICIES:
         row = _row(report.no_impact, policy)
@@ -90,7 +90,7 @@ def test_paired_comparisons_against_the_best_policy(report, small_run: Path):
     ][0]
     assert report.reference == best
     assert set(report.paired["policy"].to_list()) == set(POLICIES) - {best}
-    verdicts = read_verdicts(small_run, "anchor")
+    verdicts = read_verdicts(small_run, "flow")
     ok = {
         (r["policy"], r["case_id"]): r["label"] == "no_impact"
         for r in verdicts.iter_rows(named=True)
@@ -119,7 +119,7 @@ def test_taxonomy_counts_and_rates(report, small_run: Path):
     tax = report.taxonomy
     assert set(tax["category"].to_list()) >= set(CATEGORIES)
     assert tax.height == len(POLICIES) * tax["category"].n_unique()
-    verdicts = read_verdicts(small_run, "anchor")
+    verdicts = read_verdicts(small_run, "flow")
     for row in tax.iter_rows(named=True):
         mine = verdicts.filter(pl.col("policy") == row["policy"])
         cases = sum(
@@ -206,7 +206,7 @@ def test_audit_lists_one_category_with_evidence(small_run: Path, report):
 
 
 def test_unknown_judge_is_an_error_naming_the_judges(small_run: Path):
-    with pytest.raises(ReportError, match="anchor"):
+    with pytest.raises(ReportError, match="flow"):
         build_report(small_run, judge="nope", bootstrap=10)
 
 
@@ -227,5 +227,5 @@ def test_a_run_without_verdicts_still_reports_pruning_and_cost(otel_run: Path, t
 
 
 def test_judge_none_takes_the_only_judge(otel_run: Path, small_run: Path):
-    assert build_report(otel_run, judge=None, bootstrap=20).judge == "anchor"
-    assert build_report(small_run, judge=None, bootstrap=20).judge == "anchor"  # two: anchor wins
+    assert build_report(otel_run, judge=None, bootstrap=20).judge == "flow"
+    assert build_report(small_run, judge=None, bootstrap=20).judge == "flow"  # two: the default judge wins

@@ -146,8 +146,13 @@ class Judge(Plugin, ABC):
         return None
 
 
+#: the judge used when none is named: the information-flow judge (``flow.py``)
+DEFAULT_JUDGE = "flow"
+
 judges: Registry[type[Judge]] = Registry(
-    "judge", "ctxreplay.judges", tuple(f"ctxreplay.judges.{m}" for m in ("anchor", "llm", "truth"))
+    "judge",
+    "ctxreplay.judges",
+    tuple(f"ctxreplay.judges.{m}" for m in ("anchor", "flow", "labels", "llm", "truth")),
 )
 
 

@@ -31,7 +31,7 @@ from ..datasets.tokenizer import get_tokenizer
 from ..replay.engine import Run, atomic_write, cached_counter, slug
 from ..replay.objects import build_index
 from ..replay.sidecar import SidecarStore
-from .base import Archived, Judge, JudgeInput, Verdict, judges, make_judge
+from .base import DEFAULT_JUDGE, Archived, Judge, JudgeInput, Verdict, judges, make_judge
 
 LOSS = pa.struct(
     [
@@ -304,7 +304,7 @@ def plan_work(
 
 def run_judge(
     run_path: str | os.PathLike[str],
-    spec: str | Judge = "anchor",
+    spec: str | Judge = DEFAULT_JUDGE,
     *,
     policies: Sequence[str] | None = None,
     workers: int = 2,

@@ -2,17 +2,24 @@
 
 Follows the judge setup of Self-GC (Hao et al. 2026): the judge model is given the retained
 prefix (the view), the committed plan, before/after patches of every edited object and the real
-future turns, and asked whether the exact URLs, paths, row values, task identifiers, editable
-bodies and source-backed evidence the future needs are still available in the view — verbatim or
-through a visible recovery pointer. Narrative coherence alone is not enough. Each loss is
-categorised in the six-category failure taxonomy.
+future turns. It must first list the facts the future turns need from the earlier context — each
+quoted exactly, filed in one of the six failure categories (a status or field a decision rests on,
+an id/handle/path/URL used again, a rule still in force, code or text a later edit copies, the
+current state acted on, a route back to archived content) and marked ``available`` (verbatim in
+the view), ``recoverable`` (behind a visible recovery pointer) or ``missing``. Narrative coherence
+alone is not enough.
+
+The verdict is derived from that list, not trusted as a separate yes/no: ``impact`` iff a needed
+fact is ``missing`` (each missing fact becomes a :class:`~ctxreplay.judges.base.Loss` of its
+category), else ``no_impact``. The model also states its own label; when it disagrees with its
+fact list, the fact list wins and the verdict's explanation says so.
 
 Every call goes through :class:`~ctxreplay.llm.client.ModelClient`: strict ``json_schema`` output
 (falling back to ``json_object``, then to a last-match parse of plain text), temperature 0 and a
 seed where accepted, bounded retries honouring Retry-After, a per-endpoint concurrency limit, an
 on-disk cache keyed by the full request and the call's cost from the tariffs. Anything the judge
-cannot read — a failed call, an answer that is not JSON, outside the schema, refused or
-self-contradictory — becomes ``Verdict.unscored(reason)``, never ``no_impact``.
+cannot read — a failed call, an answer that is not JSON, outside the schema or refused —
+becomes ``Verdict.unscored(reason)``, never ``no_impact``.
 
 For large offline runs, :meth:`LLMJudge.request_for` gives each case's Batch API line and
 :meth:`LLMJudge.verdict_from_body` reads the answer back (see :mod:`ctxreplay.llm.batch`).
@@ -33,38 +40,45 @@ from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
 from .base import Judge, JudgeInput, Loss, Usage, Verdict, judge
 from .prompt import RenderedPrompt, render_prompt
 
+#: Where a needed fact stands in the view: verbatim there, behind a visible recovery pointer, or
+#: gone. The verdict is derived from these: ``impact`` iff any needed fact is ``missing``.
+STATUSES: tuple[str, ...] = ("available", "recoverable", "missing")
+
+FACT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "quote": {"type": "string"},
+        "category": {"type": "string", "enum": list(CATEGORIES)},
+        "source_object": {"type": ["string", "null"]},
+        "future_message": {"type": ["integer", "null"]},
+        "status": {"type": "string", "enum": list(STATUSES)},
+        "explanation": {"type": "string"},
+    },
+    "required": [
+        "quote",
+        "category",
+        "source_object",
+        "future_message",
+        "status",
+        "explanation",
+    ],
+    "additionalProperties": False,
+}
+
+#: The answer: the needed facts first (so the model enumerates them before it concludes), then
+#: its own label, which the code checks against the facts and never trusts on its own.
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
+        "facts": {"type": "array", "items": FACT_SCHEMA},
         "verdict": {"type": "string", "enum": ["no_impact", "impact"]},
-        "losses": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "category": {"type": "string", "enum": list(CATEGORIES)},
-                    "anchor": {"type": "string"},
-                    "source_object": {"type": ["string", "null"]},
-                    "future_message": {"type": ["integer", "null"]},
-                    "explanation": {"type": "string"},
-                },
-                "required": [
-                    "category",
-                    "anchor",
-                    "source_object",
-                    "future_message",
-                    "explanation",
-                ],
-                "additionalProperties": False,
-            },
-        },
         "explanation": {"type": "string"},
     },
-    "required": ["verdict", "losses", "explanation"],
+    "required": ["facts", "verdict", "explanation"],
     "additionalProperties": False,
 }
 SCHEMA_NAME = "ctxreplay_verdict"
-_LOSS_KEYS = frozenset(VERDICT_SCHEMA["properties"]["losses"]["items"]["required"])
+_FACT_KEYS = frozenset(FACT_SCHEMA["required"])
 _TOP_KEYS = frozenset(VERDICT_SCHEMA["required"])
 
 
@@ -84,8 +98,47 @@ class SchemaViolation(ValueError):
     pass
 
 
-def _check_answer(doc: Any) -> tuple[str, list[dict[str, Any]], str]:
-    """(verdict, losses, explanation) of an answer that follows the schema, else raise."""
+@dataclass(frozen=True)
+class Answer:
+    """A schema-valid answer: the needed facts, the model's own label and its explanation."""
+
+    facts: tuple[dict[str, Any], ...]
+    stated: str  # the model's own label (checked against the facts, never trusted alone)
+    explanation: str
+
+    @property
+    def missing(self) -> tuple[dict[str, Any], ...]:
+        return tuple(f for f in self.facts if f["status"] == "missing")
+
+    @property
+    def recoverable(self) -> int:
+        return sum(f["status"] == "recoverable" for f in self.facts)
+
+    @property
+    def label(self) -> str:
+        """``impact`` iff a needed fact is missing from the view: the fact list decides."""
+        return "impact" if self.missing else "no_impact"
+
+    def reason(self) -> str:
+        """The model's explanation, plus a note when its own label disagreed with its facts."""
+        text = self.explanation.strip()
+        if self.stated == self.label:
+            return text
+        missing = len(self.missing)
+        why = (
+            f"{missing} of its {len(self.facts)} needed fact(s) missing"
+            if missing
+            else f"none of its {len(self.facts)} needed fact(s) missing"
+        )
+        note = (
+            f"[the model said {self.stated}, but its fact list has {why}: "
+            f"{self.label} by the fact list]"
+        )
+        return f"{note} {text}" if text else note
+
+
+def _check_answer(doc: Any) -> Answer:
+    """The answer, when it follows the schema; else raise :class:`SchemaViolation`."""
     if not isinstance(doc, dict):
         raise SchemaViolation(f"answer is a {type(doc).__name__}, not an object")
     missing = _TOP_KEYS - doc.keys()
@@ -99,29 +152,31 @@ def _check_answer(doc: Any) -> tuple[str, list[dict[str, Any]], str]:
         raise SchemaViolation(f"verdict {str(verdict)[:40]!r} is not no_impact or impact")
     if not isinstance(doc["explanation"], str):
         raise SchemaViolation("explanation is not a string")
-    losses = doc["losses"]
-    if not isinstance(losses, list):
-        raise SchemaViolation("losses is not a list")
-    for n, loss in enumerate(losses):
-        if not isinstance(loss, dict):
-            raise SchemaViolation(f"loss {n} is not an object")
-        if loss.keys() != _LOSS_KEYS:
-            diff = sorted(loss.keys() ^ _LOSS_KEYS)
-            raise SchemaViolation(f"loss {n} keys differ from the schema: {', '.join(diff)}")
-        if loss["category"] not in CATEGORIES:
-            raise SchemaViolation(f"loss {n} category {str(loss['category'])[:40]!r} is unknown")
-        if not isinstance(loss["anchor"], str) or not loss["anchor"].strip():
-            raise SchemaViolation(f"loss {n} has no anchor text")
-        if loss["source_object"] is not None and not isinstance(loss["source_object"], str):
-            raise SchemaViolation(f"loss {n} source_object is not a string or null")
-        fm = loss["future_message"]
+    facts = doc["facts"]
+    if not isinstance(facts, list):
+        raise SchemaViolation("facts is not a list")
+    for n, fact in enumerate(facts):
+        if not isinstance(fact, dict):
+            raise SchemaViolation(f"fact {n} is not an object")
+        if fact.keys() != _FACT_KEYS:
+            diff = sorted(fact.keys() ^ _FACT_KEYS)
+            raise SchemaViolation(f"fact {n} keys differ from the schema: {', '.join(diff)}")
+        if fact["category"] not in CATEGORIES:
+            raise SchemaViolation(f"fact {n} category {str(fact['category'])[:40]!r} is unknown")
+        if fact["status"] not in STATUSES:
+            raise SchemaViolation(
+                f"fact {n} status {str(fact['status'])[:40]!r} is not one of {', '.join(STATUSES)}"
+            )
+        if not isinstance(fact["quote"], str) or not fact["quote"].strip():
+            raise SchemaViolation(f"fact {n} has no quote")
+        if fact["source_object"] is not None and not isinstance(fact["source_object"], str):
+            raise SchemaViolation(f"fact {n} source_object is not a string or null")
+        fm = fact["future_message"]
         if fm is not None and (isinstance(fm, bool) or not isinstance(fm, int)):
-            raise SchemaViolation(f"loss {n} future_message is not an integer or null")
-        if not isinstance(loss["explanation"], str):
-            raise SchemaViolation(f"loss {n} explanation is not a string")
-    if verdict == "no_impact" and losses:
-        raise SchemaViolation(f"verdict no_impact contradicts its {len(losses)} listed loss(es)")
-    return verdict, losses, doc["explanation"]
+            raise SchemaViolation(f"fact {n} future_message is not an integer or null")
+        if not isinstance(fact["explanation"], str):
+            raise SchemaViolation(f"fact {n} explanation is not a string")
+    return Answer(tuple(facts), verdict, doc["explanation"])
 
 
 @judge("llm")
@@ -237,31 +292,33 @@ class LLMJudge(Judge):
                 cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""
                 return Verdict.unscored(f"unparseable answer: {error}{cut}", **common)
         try:
-            verdict, losses, explanation = _check_answer(doc)
+            answer = _check_answer(doc)
         except SchemaViolation as e:
             cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""
             return Verdict.unscored(f"answer outside the schema: {e}{cut}", **common)
         future_seqs = {m.seq for m in item.future}
         out = []
-        for loss in losses:
-            source = loss["source_object"]
-            detail = loss["explanation"]
+        for fact in answer.missing:
+            source = fact["source_object"]
+            detail = fact["explanation"]
             if source is not None and source not in item.index:
                 detail = f"(model named unknown object {source[:80]!r}) {detail}"
                 source = None
-            need = loss["future_message"]
+            need = fact["future_message"]
             out.append(
                 Loss(
-                    category=loss["category"],
-                    anchor=loss["anchor"],
+                    category=fact["category"],
+                    anchor=fact["quote"],
                     source_object=source,
                     need_seq=need if need in future_seqs else None,
                     detail=detail[:1000],
                 )
             )
         return Verdict(
-            verdict,  # type: ignore[arg-type]
+            answer.label,  # type: ignore[arg-type]
             losses=tuple(out),
-            reason=explanation[:1000] or None,
+            reason=answer.reason()[:1000] or None,
+            dependencies=len(answer.facts),
+            recoverable=answer.recoverable,
             **common,
         )

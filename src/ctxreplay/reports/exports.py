@@ -1,6 +1,6 @@
 """Verdicts in the formats users' observability tools read.
 
-``export_verdicts(run, to, out, judge="anchor")`` writes one record per verdict of one judge:
+``export_verdicts(run, to, out, judge="flow")`` writes one record per verdict of one judge:
 
 - ``otel``: an OTLP/JSON logs document (``{"resourceLogs": [...]}``, what the OpenTelemetry
   Collector's ``otlpjsonfile`` receiver and OTLP/HTTP JSON endpoints take) holding one
@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import __version__
+from ..judges.base import DEFAULT_JUDGE
 from ..judges.engine import read_verdicts
 from ..replay.engine import Run
 from .tables import ReportError, resolve_judge
@@ -58,7 +59,7 @@ SCORES = {"no_impact": 1.0, "impact": 0.0}
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 #: judges whose verdicts come from code rather than a model (Phoenix ``annotator_kind``)
-CODE_JUDGES = ("anchor", "truth")
+CODE_JUDGES = ("anchor", "flow", "truth")
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def trace_keys(metadata: str | dict[str, Any] | None) -> tuple[str | None, str |
 
 
 def verdict_records(
-    run: Run | str | os.PathLike[str], judge: str | None = "anchor"
+    run: Run | str | os.PathLike[str], judge: str | None = DEFAULT_JUDGE
 ) -> pl.DataFrame:
     """One judge's verdicts with the keys exports need: source session id, trace and span ids.
 
@@ -351,7 +352,7 @@ def export_verdicts(
     run: Run | str | os.PathLike[str],
     to: str,
     out: str | os.PathLike[str],
-    judge: str | None = "anchor",
+    judge: str | None = DEFAULT_JUDGE,
 ) -> ExportSummary:
     """Write one judge's verdicts as ``otel`` (JSON), ``phoenix`` (Parquet) or ``langfuse``
     (JSONL) to ``out``."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ..datasets.schema import CATEGORIES
+from .correction import describe as describe_calibration
 
 if TYPE_CHECKING:
     from .tables import Report
@@ -97,6 +98,7 @@ class Display:
     headers: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     numeric: tuple[bool, ...]
+    footer: tuple[str, ...] = ()  # lines printed under the table
 
 
 def _display(
@@ -105,6 +107,7 @@ def _display(
     note: str,
     columns: Sequence[tuple[str, Callable[[dict[str, Any]], str], bool]],
     rows: Sequence[dict[str, Any]],
+    footer: Sequence[str] = (),
 ) -> Display:
     return Display(
         key,
@@ -113,7 +116,41 @@ def _display(
         tuple(h for h, _, _ in columns),
         tuple(tuple(f(r) for _, f, _ in columns) for r in rows),
         tuple(n for _, _, n in columns),
+        tuple(footer),
     )
+
+
+def correction_lines(report: Report) -> tuple[str, ...]:
+    """What the corrected no-impact columns mean, and the calibration behind them (none when
+    the run holds no calibration of the report's judge)."""
+    cal = report.meta.get("calibration")
+    if not cal or "corrected_no_impact_pct" not in report.no_impact.columns:
+        return ()
+    return (str(cal.get("explanation") or ""), describe_calibration(cal))
+
+
+def _no_impact_columns(
+    report: Report,
+) -> list[tuple[str, Callable[[dict[str, Any]], str], bool]]:
+    columns: list[tuple[str, Callable[[dict[str, Any]], str], bool]] = [
+        ("policy", lambda r: r["policy"], False),
+        ("cases", lambda r: count(r["cases"]), True),
+        ("n", lambda r: count(r["n"]), True),
+        ("unscored", lambda r: count(r["unscored"]), True),
+        ("not judged", lambda r: count(r["not_judged"]), True),
+        ("prune %", lambda r: num(r["pruning_pct"]), True),
+        ("prune 95% CI", lambda r: ci(r["pruning_lo"], r["pruning_hi"]), True),
+        ("no-impact %", lambda r: num(r["no_impact_pct"]), True),
+        ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
+        ("cluster 95% CI", lambda r: ci(r["boot_lo"], r["boot_hi"]), True),
+    ]
+    if "corrected_no_impact_pct" in report.no_impact.columns:
+        columns += [
+            ("corrected no-impact %", lambda r: num(r["corrected_no_impact_pct"]), True),
+            ("corrected 95% CI", lambda r: ci(r["corrected_lo"], r["corrected_hi"]), True),
+        ]
+    columns.append(("via recovery %", lambda r: num(r["recovery_pct"]), True))
+    return columns
 
 
 def displays(report: Report) -> list[Display]:
@@ -126,20 +163,9 @@ def displays(report: Report) -> list[Display]:
             "mean over all replayed cases with a session-cluster bootstrap 95% CI; no-impact has "
             "its Wilson 95% CI and a session-cluster bootstrap 95% CI; via recovery % = scored cases "
             "whose no-impact relies on recovering a folded payload through its visible pointer.",
-            [
-                ("policy", lambda r: r["policy"], False),
-                ("cases", lambda r: count(r["cases"]), True),
-                ("n", lambda r: count(r["n"]), True),
-                ("unscored", lambda r: count(r["unscored"]), True),
-                ("not judged", lambda r: count(r["not_judged"]), True),
-                ("prune %", lambda r: num(r["pruning_pct"]), True),
-                ("prune 95% CI", lambda r: ci(r["pruning_lo"], r["pruning_hi"]), True),
-                ("no-impact %", lambda r: num(r["no_impact_pct"]), True),
-                ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
-                ("cluster 95% CI", lambda r: ci(r["boot_lo"], r["boot_hi"]), True),
-                ("via recovery %", lambda r: num(r["recovery_pct"]), True),
-            ],
+            _no_impact_columns(report),
             report.no_impact.to_dicts(),
+            correction_lines(report),
         ),
         _display(
             "paired",
@@ -285,7 +311,7 @@ def render_terminal(report: Report) -> str:
     for note in report.notes:
         lines.append(f"note: {note}")
     for d in displays(report):
-        lines += ["", d.title, *_aligned(d)]
+        lines += ["", d.title, *_aligned(d), *d.footer]
     lines += ["", "Example losses (open one with the command under it)"]
     if report.examples.height == 0:
         lines.append("(none)")
@@ -329,11 +355,15 @@ def render_markdown(report: Report, plot_href: str | None = None) -> str:
             for label, p in (m.get("policies") or {}).items()
         ),
     ]
+    if m.get("calibration"):
+        lines.append(f"- {describe_calibration(m['calibration'])}")
     lines += [f"- note: {n}" for n in report.notes]
     if plot_href:
         lines += ["", f"![pruning vs no-impact]({plot_href})"]
     for d in displays(report):
         lines += ["", f"## {d.title}", "", d.note, "", *_md_table(d)]
+        for line in d.footer:
+            lines += ["", line]
     lines += ["", "## Example losses", ""]
     ex = _display(
         "examples",
@@ -460,6 +490,7 @@ def render_html(report: Report, png: bytes | None = None) -> str:
         parts.append(f'<h2 id="h-{_esc(d.key)}">{_esc(d.title)}</h2>')
         parts.append(f'<p class="note">{_esc(d.note)}</p>')
         parts.append(_html_table(d))
+        parts += [f'<p class="note footer">{_esc(line)}</p>' for line in d.footer]
     parts.append('<h2 id="audit">Audit: example losses</h2>')
     parts.append(
         '<p class="note">Each row is one dependency the view lost; the command opens the case '
@@ -497,6 +528,10 @@ def render_html(report: Report, png: bytes | None = None) -> str:
         ("tokenizer", m.get("tokenizer")),
         ("tariff", json.dumps(m.get("tariff"), sort_keys=True)),
         ("judge", f"{report.judge} ({m.get('verdicts', 0)} verdicts)"),
+        (
+            "judge calibration",
+            describe_calibration(m["calibration"]) if m.get("calibration") else "none in this run",
+        ),
         ("reference", f"{report.reference} ({m.get('reference_chosen')})"),
         (
             "seeds",

@@ -32,9 +32,17 @@ import polars as pl
 
 from .. import __version__
 from ..datasets.schema import CATEGORIES
+from ..judges.base import DEFAULT_JUDGE
 from ..judges.engine import read_verdicts
 from ..replay.engine import Run
 from . import stats
+from .correction import (
+    CalibrationError,
+    JudgeAccuracy,
+    corrected_interval,
+    explanation,
+    read_calibration,
+)
 
 #: Example losses kept per (policy, category) in the audit section of a report.
 EXAMPLES = 3
@@ -59,7 +67,7 @@ def show_command(run: Run | str | os.PathLike[str], case_id: str, policy: str) -
 
 def resolve_judge(verdicts: pl.DataFrame, judge: str | None) -> str | None:
     """The judge label meant by ``judge`` (a label, or a name with a single label in the run;
-    None: the run's only judge, or else ``anchor``).
+    None: the run's only judge, or else the default judge).
 
     None when the run has no verdicts at all; ReportError when the name is unknown or ambiguous.
     """
@@ -69,7 +77,7 @@ def resolve_judge(verdicts: pl.DataFrame, judge: str | None) -> str | None:
     if judge is None:
         if len(labels) == 1:
             return labels[0]
-        judge = "anchor"
+        judge = DEFAULT_JUDGE
     if judge in labels:
         return judge
     named = sorted(set(verdicts.filter(pl.col("judge_name") == judge)["judge"].to_list()))
@@ -142,6 +150,14 @@ NO_IMPACT_SCHEMA = {
     "recovery_pct": pl.Float64,
 }
 
+#: Columns added to the no-impact table when the run holds a calibration of the judge.
+CORRECTED_SCHEMA = {
+    "corrected_no_impact_pct": pl.Float64,
+    "corrected_lo": pl.Float64,
+    "corrected_hi": pl.Float64,
+    "corrected_dropped": pl.Int64,  # bootstrap resamples dropped (judge no better than chance)
+}
+
 
 def no_impact_table(
     outcomes: pl.DataFrame,
@@ -150,13 +166,20 @@ def no_impact_table(
     seed: int = 0,
     n_boot: int = 2000,
     alpha: float = 0.05,
+    calibration: JudgeAccuracy | None = None,
 ) -> pl.DataFrame:
     """Per policy: n judged, unscored, mean pruning % (cluster bootstrap CI), no-impact % with
     Wilson and cluster-bootstrap CIs — the shape of the Self-GC tables.
 
     Pruning is the mean over every replayed case of the policy; no-impact counts only scored
     verdicts (``n`` = no_impact + impact).
+
+    ``calibration``: the judge's confusion against reference labels; when given, the table also
+    has the no-impact rate corrected for the judge's sensitivity and specificity (Rogan–Gladen,
+    ``correction.py``) with a bootstrap interval over both the cases and the calibration sample
+    (columns of ``CORRECTED_SCHEMA``); without it those columns are absent.
     """
+    schema = {**NO_IMPACT_SCHEMA, **(CORRECTED_SCHEMA if calibration is not None else {})}
     rows = []
     for policy in policies:
         frame = outcomes.filter(pl.col("policy") == policy)
@@ -187,6 +210,22 @@ def no_impact_table(
                 (pl.col("label") == "no_impact") & (pl.col("recoverable").fill_null(0) > 0)
             ).height
         )
+        corrected: dict[str, Any] = {}
+        if calibration is not None:
+            c = corrected_interval(
+                (scored["label"] == "no_impact").cast(pl.Float64).to_numpy(),
+                scored["session_id"].to_list(),
+                calibration,
+                seed,
+                n_boot,
+                alpha,
+            )
+            corrected = {
+                "corrected_no_impact_pct": _pct(c.estimate),
+                "corrected_lo": _pct(c.low),
+                "corrected_hi": _pct(c.high),
+                "corrected_dropped": c.dropped,
+            }
         rows.append(
             {
                 "policy": policy,
@@ -205,9 +244,10 @@ def no_impact_table(
                 "boot_lo": _pct(boot.low),
                 "boot_hi": _pct(boot.high),
                 "recovery_pct": _pct(needs_recovery / n) if n else math.nan,
+                **corrected,
             }
         )
-    return pl.DataFrame(rows, schema=NO_IMPACT_SCHEMA)
+    return pl.DataFrame(rows, schema=schema)
 
 
 def best_policy(table: pl.DataFrame) -> str | None:
@@ -413,7 +453,7 @@ def audit(
     run: Run | str | os.PathLike[str],
     category: str,
     policy: str | None = None,
-    judge: str | None = "anchor",
+    judge: str | None = DEFAULT_JUDGE,
 ) -> pl.DataFrame:
     """Every loss of one failure category, with its evidence and the ``show`` command.
 
@@ -633,9 +673,37 @@ def _metadata(run: Run, judge: str | None, verdict_count: int, **report: Any) ->
     }
 
 
+def _calibration_meta(
+    calibration: JudgeAccuracy | None, table: pl.DataFrame, bootstrap: int
+) -> dict[str, Any] | None:
+    """The calibration behind the corrected columns, for the report's metadata (None: none)."""
+    if calibration is None:
+        return None
+    undefined = None
+    if not calibration.informative:
+        undefined = (
+            "the calibration lacks impact or no-impact reference cases"
+            if math.isnan(calibration.sensitivity) or math.isnan(calibration.specificity)
+            else "sensitivity + specificity - 1 <= 0 (the judge is no better than chance)"
+        )
+    dropped = (
+        dict(zip(table["policy"].to_list(), table["corrected_dropped"].to_list(), strict=True))
+        if "corrected_dropped" in table.columns
+        else {}
+    )
+    return {
+        **calibration.meta(),
+        "method": "Rogan-Gladen; percentile bootstrap over sessions and the calibration sample",
+        "resamples": bootstrap,
+        "dropped_resamples": dropped,
+        "undefined": undefined,
+        "explanation": explanation(calibration),
+    }
+
+
 def build_report(
     run_path: Run | str | os.PathLike[str],
-    judge: str | None = "anchor",
+    judge: str | None = DEFAULT_JUDGE,
     reference: str | None = None,
     seed: int = 0,
     bootstrap: int = 2000,
@@ -657,9 +725,19 @@ def build_report(
     notes: list[str] = []
     if label is None:
         notes.append(f"no verdicts yet: run `ctxreplay judge {shlex.quote(str(run.path))}`")
+    calibration = None
+    if label is not None:
+        try:
+            doc = read_calibration(run.path, label)
+        except CalibrationError as e:
+            notes.append(f"calibration ignored: {e}")
+            doc = None
+        calibration = JudgeAccuracy.from_mapping(doc) if doc is not None else None
     rows = outcomes(run, label, verdicts)
     policies = _order(run, rows)
-    table = no_impact_table(rows, policies, seed=seed, n_boot=bootstrap, alpha=alpha)
+    table = no_impact_table(
+        rows, policies, seed=seed, n_boot=bootstrap, alpha=alpha, calibration=calibration
+    )
     not_judged = int(table["not_judged"].sum()) if table.height else 0
     if label is not None and not_judged:
         notes.append(f"{not_judged} (case, policy) pairs have no verdict from {label}")
@@ -688,6 +766,7 @@ def build_report(
         run,
         label,
         int(verdicts.filter(pl.col("judge") == label).height) if label else 0,
+        calibration=_calibration_meta(calibration, table, bootstrap),
         reference=reference,
         reference_chosen=chosen,
         seed=seed,

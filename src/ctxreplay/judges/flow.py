@@ -1,0 +1,493 @@
+"""The information-flow judge: which facts of the prefix each future message uses, and whether
+the view still holds them. Deterministic, free, the default.
+
+Real futures rarely reuse an exact anchor. They act on a status (``"status": "Suspended"`` before
+``resume_line``), pick a row from a search result, work around an error line, copy code into an
+edit, reason from a printed number, and obey a rule the user stated earlier. So the unit here is a
+*fact* (``facts.py``): a field of structured output, a row, a line, an error line, a sentence.
+For each future agent message:
+
+1. its tokens, normalised (case, numbers, money, dates), less what is always in view (system
+   prompt, the protected latest user turn) and what the future obtained again itself before
+   using it (a later tool result or user message), are looked up in the prefix; each token's
+   source is the *latest* prefix message holding it;
+2. a fact of that message is *used* when the matched tokens weigh enough (IDF over the corpus,
+   so common words and a tool's boilerplate count for nothing), when its key and its value are
+   both named together (``Insurance: No``), when it is an error line about something the future
+   acts on, or when the future copies a span of it (a shared run of ``min_copy``+ characters);
+3. a used fact is available (its text is still in the view), recoverable (in an archive whose
+   pointer the view shows) or lost. Each loss keeps the removed text and the future message that
+   needed it, filed in the six-category taxonomy.
+
+The analysis of a case does not depend on the policy, so it is done once per case and each view
+costs only the lookups of its used facts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..datasets.messages import Message
+from ..replay.objects import ObjectIndex
+from .anchor import owner_of
+from .anchors import is_constraint, shared_phrase
+from .base import Judge, JudgeInput, Loss, Verdict, availability, judge
+from .facts import (
+    KV_LINE,
+    SHINGLE,
+    Fact,
+    Weights,
+    copied_runs,
+    document_frequency,
+    facts_of,
+    grams,
+    json_pairs,
+    key_words,
+    pieces,
+    shape_floor,
+    squash,
+    tokens,
+)
+
+
+def rendered(m: Message) -> str:
+    """A message as the agent read it: text, ``CALL name arguments``, tool results."""
+    out: list[str] = []
+    for p in m.parts:
+        if p.type == "tool_call":
+            out.append(f"CALL {p.name} {p.arguments or ''}")
+        elif p.type in ("text", "tool_call_response", "reasoning") and p.content:
+            out.append(p.content)
+    return "\n".join(out)
+
+
+def told(m: Message) -> str:
+    """What a message tells the agent: tool results and the user's words, and the agent's own
+    prose; not its tool calls, which act on information rather than hold it."""
+    if m.role != "assistant":
+        return rendered(m)
+    return "\n".join(p.content or "" for p in m.parts if p.type == "text")
+
+
+def message_facts(m: Message) -> list[Fact]:
+    prose = m.role in ("user", "assistant")
+    out: list[Fact] = []
+    for p in m.parts:
+        if p.type in ("text", "tool_call_response") and p.content:
+            out.extend(facts_of(p.content, prose=prose and p.type == "text"))
+    return out
+
+
+@dataclass(frozen=True)
+class FlowParams:
+    #: a fact is used when the weights of the tokens the future takes from it add up to this
+    threshold: float = 1.0
+    #: an error line is acted on when the future names something of it weighing this much
+    error_threshold: float = 0.5
+    #: a key and its value count as named together when at most this many tokens apart
+    key_window: int = 6
+    #: prose the future restates in its own words: this many rare words of one sentence ...
+    prose_words: int = 3
+    #: ... weighing this much together
+    prose_threshold: float = 1.2
+    #: rows of one result named at least this share of the best-named row's weight are used
+    #: too (a comparison); the others were passed over
+    row_share: float = 0.5
+    #: a token on more lines than this of one message singles none of them out alone
+    max_lines: int = 2
+    #: shortest copied run of characters that counts as a verbatim copy
+    min_copy: int = SHINGLE
+    #: tokens in at least this share of a corpus's sessions weigh nothing (IDF scale)
+    common_fraction: float = 0.3
+
+
+@dataclass(frozen=True)
+class Use:
+    """A fact of the prefix that a future message uses."""
+
+    fact: Fact
+    source: int  # prefix message index
+    source_object: str | None
+    need_seq: int
+    how: str  # tokens | key | error | copy
+    evidence: str
+
+
+@dataclass
+class _Message:
+    """What one prefix message holds, computed once per session."""
+
+    role: str
+    result: bool  # a tool result (whatever role the provider gives it)
+    facts: list[Fact]
+    fields: list[Fact]  # the facts with a key
+    rules: list[Fact]  # standing instructions in the user's words
+    by_token: dict[str, list[Fact]]
+    tokens: frozenset[str]  # what it tells the agent
+    text: str  # as the agent read it
+    grams: frozenset[str]  # word runs, where copies are looked for
+
+    @classmethod
+    def of(cls, m: Message) -> _Message:
+        facts = message_facts(m)
+        by_token: dict[str, list[Fact]] = {}
+        for f in facts:
+            for t in f.tokens:
+                by_token.setdefault(t, []).append(f)
+        text = rendered(m)
+        return cls(
+            m.role,
+            any(p.type == "tool_call_response" for p in m.parts),
+            facts,
+            [f for f in facts if f.kind == "field" and f.key],
+            [f for f in facts if f.kind == "sentence" and is_constraint(f.text)]
+            if m.role == "user"
+            else [],
+            by_token,
+            frozenset(tokens(told(m))),
+            text,
+            frozenset(grams(pieces(text))),
+        )
+
+
+def agent_use(m: Message) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
+    """What an agent message says (its text) and what its calls pass (key words, value)."""
+    prose = "\n".join(p.content or "" for p in m.parts if p.type == "text")
+    pairs: list[tuple[tuple[str, ...], str]] = []
+    for p in m.parts:
+        if p.type != "tool_call":
+            continue
+        try:
+            pairs.extend(json_pairs(json.loads(p.arguments or "{}")))
+        except ValueError:
+            pairs.append(((), p.arguments or ""))
+    for line in prose.splitlines():
+        kv = KV_LINE.match(line)
+        if kv:
+            pairs.append((key_words(kv.group(1)), kv.group(2)))
+    return prose, pairs
+
+
+@judge("flow")
+class FlowJudge(Judge):
+    """Information-flow audit over facts (fields, rows, lines, errors, rules, copied spans)."""
+
+    Params = FlowParams
+
+    def __init__(self, params: FlowParams | None = None) -> None:
+        super().__init__(params)
+        self.weights = Weights(common=self.params.common_fraction)
+        self._case: tuple[str, list[Use]] | None = None
+        # what a message holds does not change between the cases of a session
+        self._messages: tuple[str, dict[int, tuple[Message, _Message]]] = ("", {})
+
+    # --- corpus-level weights ---------------------------------------------------------------
+    def corpus_state(self, corpus: Any) -> dict[str, Any]:
+        df, n = document_frequency(
+            (rendered(m) for m in messages if m.role not in ("system", "developer"))
+            for _, messages in corpus.iter_sessions()
+        )
+        return {"df": df, "sessions": n}
+
+    def use_state(self, state: Any) -> None:
+        state = state or {}
+        self.weights = Weights(
+            state.get("df", {}), int(state.get("sessions", 0)), self.params.common_fraction
+        )
+
+    # --- what the future uses (once per case) ---------------------------------------------
+    def uses(self, item: JudgeInput) -> list[Use]:
+        if self._case and self._case[0] == item.case_id:
+            return self._case[1]
+        if self._messages[0] != item.session_id:
+            self._messages = (item.session_id, {})
+        uses = self._uses(item.prefix, item.index, item.future)
+        self._case = (item.case_id, uses)
+        return uses
+
+    def _message(self, m: Message) -> _Message:
+        cache = self._messages[1]
+        hit = cache.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        info = _Message.of(m)
+        cache[id(m)] = (m, info)
+        return info
+
+    def _uses(
+        self, prefix: Sequence[Message], index: ObjectIndex, future: Sequence[Message]
+    ) -> list[Use]:
+        p = self.params
+        w = self.weights
+        latest = index[index.latest_turn] if index.latest_turn else None
+        protected = set(latest.messages[:1]) if latest is not None else set()
+        always_idx = {i for i, m in enumerate(prefix) if m.role in ("system", "developer")}
+        always_idx |= protected
+        always_text = "\n".join(rendered(prefix[i]) for i in sorted(always_idx))
+        always = frozenset(tokens(always_text))
+        always_sq = squash(always_text)
+        owner = owner_of(index)
+        sources = [(i, self._message(m)) for i, m in enumerate(prefix) if i not in always_idx]
+        order = sources[::-1]  # a fact's source is its most recent occurrence
+        latest_of: dict[str, int] = {}  # token → position in ``sources`` of its latest holder
+        for pos, (_, info) in enumerate(sources):
+            for t in info.tokens:
+                latest_of[t] = pos
+        uses: dict[tuple[int, str], Use] = {}
+
+        def use(i: int, fact: Fact, m: Message, how: str, evidence: str) -> None:
+            for f in (fact, fact.row) if fact.row is not None else (fact,):
+                key = (i, f.text)
+                if key not in uses:
+                    obj = owner.get(i)
+                    uses[key] = Use(f, i, obj.id if obj else None, m.seq, how, evidence)
+
+        obtained: set[str] = set()
+        obtained_grams: set[str] = set()
+        for m in future:
+            if m.role != "assistant":
+                text = rendered(m)
+                obtained.update(tokens(text))
+                obtained_grams.update(grams(pieces(text)))
+                continue
+            prose, pairs = agent_use(m)
+            seq = tokens(prose + "\n" + "\n".join(v for _, v in pairs))
+            present = set(seq)
+            # 1. a field named by key and value (a call argument, a ``Key: value`` line): the
+            # record that defines the entity (``line_id: L1002``), passing over incidental
+            # mentions, unless an error about it came since
+            for key, value in pairs:
+                vt = frozenset(t for t in tokens(value) if w(t) > 0)
+                if not key or not vt or vt <= obtained:
+                    continue
+                for i, info in order:
+                    if not vt <= info.tokens:
+                        continue
+                    fact = next(
+                        (
+                            f
+                            for f in info.facts
+                            if vt <= f.tokens
+                            and (
+                                (f.kind == "field" and f.key and f.key[-1] == key[-1])
+                                or f.kind == "error"
+                            )
+                        ),
+                        None,
+                    )
+                    if fact is not None:
+                        use(i, fact, m, "key", f"{' '.join(key)} = {value[:60]}")
+                        break
+            for i, info in order:
+                for fact in info.fields:
+                    if not fact.tokens <= obtained and _named_together(
+                        fact, seq, present, p.key_window
+                    ):
+                        use(i, fact, m, "key", " ".join(fact.key))
+            # 2. tokens, each from its latest source; fields and rows count every word, prose
+            # only what is specific by its shape (ids, paths, numbers, amounts) or several rare
+            # words together
+            matched: dict[int, set[str]] = {}
+            for t in sorted(present - always - obtained):
+                if w(t) > 0 and (pos := latest_of.get(t)) is not None:
+                    matched.setdefault(pos, set()).add(t)
+            for pos, got in sorted(matched.items()):
+                i, info = sources[pos]
+                candidates = dict.fromkeys(f for t in sorted(got) for f in info.by_token.get(t, ()))
+                # of the rows of one result, those the future picks or compares: the rows it
+                # names about as much as the one it names most
+                row_scores = {
+                    f: sum(w(t) for t in f.tokens & got) for f in candidates if f.kind == "row"
+                }
+                best_row = max(row_scores.values(), default=0.0)
+                for fact in candidates:
+                    hit = fact.tokens & got
+                    row = fact if fact.kind == "row" else fact.row
+                    if row is not None and row_scores.get(row, best_row) < p.row_share * best_row:
+                        continue  # a row passed over, and its fields with it
+                    if fact.kind in ("field", "row"):
+                        enough = p.threshold
+                    else:
+                        specific = {t for t in hit if shape_floor(t) > 0}
+                        words = hit - specific
+                        # a name that runs through many lines of a listing does not single
+                        # out one of them: it takes a second specific token there
+                        distinct = {
+                            t
+                            for t in specific
+                            if not any(o != t and o.endswith(t) for o in specific)
+                        }
+                        singles = len(distinct) >= 2 or any(
+                            len(info.by_token.get(t, ())) <= p.max_lines for t in distinct
+                        )
+                        if (
+                            specific
+                            and sum(w(t) for t in specific)
+                            >= (p.error_threshold if fact.kind == "sentence" else p.threshold)
+                            and (fact.kind != "line" or singles)
+                        ):
+                            hit, enough = specific, 0.0
+                        elif len(words) >= p.prose_words:
+                            hit, enough = words, p.prose_threshold
+                        else:
+                            continue
+                    if sum(w(t) for t in hit) >= enough:
+                        use(i, fact, m, "tokens", ", ".join(sorted(hit)))
+            # 3. a short output the future repeats whole (a number it reasons from), even
+            # where the task states it too; 4. an error line about something the future acts
+            # on (a file, an id), unless a later message (a retry that worked) mentions it since
+            for t in sorted(present - obtained):
+                if shape_floor(t) == 0 or (pos := latest_of.get(t)) is None:
+                    continue
+                i, info = sources[pos]
+                for fact in info.by_token.get(t, ()):
+                    if fact.kind == "error" and w(t) >= p.error_threshold:
+                        use(i, fact, m, "error", t)
+                    elif info.result and fact.kind in ("line", "field"):
+                        weighed = {x for x in fact.tokens if w(x) > 0}
+                        if (
+                            t in weighed
+                            and len(weighed) <= 3
+                            and weighed <= present
+                            and all(shape_floor(x) > 0 for x in weighed)
+                            and sum(w(x) for x in weighed) >= p.error_threshold
+                        ):
+                            use(i, fact, m, "whole", ", ".join(sorted(weighed)))
+            # 5. spans copied verbatim (code into an edit, a quote), from their latest source
+            said = pieces(prose + "\n" + "\n".join(v for _, v in pairs))
+
+            def copied_from(g: str) -> int | None:
+                if g in obtained_grams:
+                    return None
+                return next(
+                    (pos for pos in range(len(sources) - 1, -1, -1) if g in sources[pos][1].grams),
+                    None,
+                )
+
+            for pos, span in copied_runs(said, copied_from):
+                i, info = sources[pos]
+                if len(squash(span)) < p.min_copy or squash(span) in always_sq:
+                    continue
+                # the agent's own phrasing needs rarer words than what it read to count: it
+                # repeats its own turns of phrase
+                enough = p.threshold if info.role == "assistant" else p.error_threshold
+                if sum(w(t) for t in set(tokens(span))) < enough:
+                    continue  # boilerplate shared by many sessions
+                fact = Fact("copy", span, (squash(span),), frozenset(tokens(span)))
+                use(i, fact, m, "copy", span[:80])
+            # 6. a rule the user stated earlier that the future acts on (its key phrase again)
+            said_text = prose + "\n" + "\n".join(v for _, v in pairs)
+            for i, info in order:
+                for fact in info.rules:
+                    phrase = shared_phrase(fact.text, said_text)
+                    if phrase and phrase not in always_text:
+                        use(i, fact, m, "rule", phrase)
+            # and a whole argument value given before (the same command run again)
+            for _, value in pairs:
+                v = value.strip()
+                if len(v) >= p.min_copy or sum(w(t) for t in set(tokens(v))) < p.threshold:
+                    continue
+                for i, info in order:
+                    if info.role == "assistant" and v in info.text:
+                        fact = Fact("copy", v, (squash(v),), frozenset(tokens(v)))
+                        use(i, fact, m, "copy", v)
+                        break
+        return sorted(uses.values(), key=lambda u: (u.need_seq, u.source, u.fact.text))
+
+    # --- the verdict ----------------------------------------------------------------------
+    def judge(self, item: JudgeInput) -> Verdict:
+        uses = self.uses(item)
+        if not uses:
+            return Verdict("no_impact", reason="the future uses no fact from the editable prefix")
+        kept = {id(m) for m in item.view}
+        where = availability(item)
+        view_sq = squash("\n".join(rendered(m) for m in item.view))
+        # a short fact ("344") is looked for where it was (its message, as the view left it) and
+        # in what the policy wrote (summaries, notes); a long one anywhere in the view
+        at_seq: dict[int, str] = {}
+        written: list[str] = []
+        for m in item.view:
+            if m.flags:
+                written.append(rendered(m))
+            else:
+                at_seq[m.seq] = at_seq.get(m.seq, "") + squash(rendered(m))
+        written_sq = squash("\n".join(written))
+        recoverable_sq = squash(where.recoverable)
+        hidden_sq = squash(where.unrouted)
+        losses: list[Loss] = []
+        recoverable = 0
+        blocker = _current_blocker(item.index)
+        for u in uses:
+            if id(item.prefix[u.source]) in kept or _present(
+                u.fact, at_seq.get(item.prefix[u.source].seq, ""), written_sq, view_sq
+            ):
+                continue
+            if recoverable_sq and u.fact.in_text(recoverable_sq):
+                recoverable += 1
+                continue
+            category = _category(u, item, blocker, bool(hidden_sq) and u.fact.in_text(hidden_sq))
+            detail = f"{u.fact.kind} of prefix message {u.source}, used by {u.how}: {u.evidence}"
+            losses.append(Loss(category, u.fact.text, u.source_object, u.need_seq, detail))
+        label = "impact" if losses else "no_impact"
+        cats = Counter(loss.category for loss in losses)
+        reason = f"{len(uses)} facts used, {recoverable} recoverable, {len(losses)} lost" + (
+            " (" + ", ".join(f"{c} {n}" for c, n in sorted(cats.items())) + ")" if cats else ""
+        )
+        return Verdict(
+            label, tuple(losses), reason, dependencies=len(uses), recoverable=recoverable
+        )
+
+
+#: a probe this long is specific enough to be found anywhere in the view
+LONG_PROBE = 16
+
+
+def _present(fact: Fact, at_source: str, written: str, view: str) -> bool:
+    return any(
+        p in at_source or p in written or (len(p) >= LONG_PROBE and p in view) for p in fact.probes
+    )
+
+
+def _named_together(fact: Fact, seq: list[str], present: set[str], window: int) -> bool:
+    """The future names the field's key and its value within ``window`` tokens of each other."""
+    if not set(fact.key) <= present or not fact.tokens <= present:
+        return False
+    key_at = [i for i, t in enumerate(seq) if t == fact.key[-1]]
+    value_at = [i for i, t in enumerate(seq) if t in fact.tokens]
+    return any(abs(i - j) <= window for i in key_at for j in value_at)
+
+
+def _current_blocker(index: ObjectIndex) -> str | None:
+    errors = [f for f in index.functions() if f.is_error]
+    return errors[-1].id if errors else None
+
+
+_LOCATOR_KEY = re.compile(r"\b(id|ids|number|code|path|file|url|uri|email|handle|key|name)\b")
+
+
+def _category(u: Use, item: JudgeInput, blocker: str | None, hidden: bool) -> str:
+    if hidden:
+        return "recovery_routing"
+    obj = item.index.by_id.get(u.source_object or "")
+    source = item.prefix[u.source]
+    if u.fact.kind == "error" or (
+        obj is not None
+        and obj.kind == "function"
+        and (obj.supersedes is not None or obj.id == blocker)
+    ):
+        return "live_state"
+    if u.how == "rule" or (
+        source.role == "user" and u.fact.kind == "sentence" and is_constraint(u.fact.text)
+    ):
+        return "behavioural_contract"
+    if u.how == "copy" or (u.fact.kind == "line" and len(u.fact.text) >= 40 and u.how == "copy"):
+        return "verbatim_source"
+    evidence = u.evidence.split(", ")
+    if any(shape_floor(t) >= 1.0 for t in evidence) or _LOCATOR_KEY.search(" ".join(u.fact.key)):
+        return "locator_handle"
+    return "evidence_detail"
