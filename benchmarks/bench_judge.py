@@ -40,7 +40,7 @@ def main() -> None:
     )
     ap.add_argument("--sessions", type=int, default=200)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--judge", "judges", action="append", default=None)
+    ap.add_argument("--judge", dest="judges", action="append", default=None)
     ap.add_argument("--run", type=Path, default=None, help="Judge this run instead of a new one.")
     args = ap.parse_args()
     judges = args.judges or ["anchor", "flow"]

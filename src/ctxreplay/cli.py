@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .judges.base import DEFAULT_JUDGE
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -173,9 +174,17 @@ def synth_cmd(out: Path, sessions: int, seed: int, overwrite: bool, quiet: bool)
 )
 @click.option("--window", type=int, default=None, help="Context window for fraction triggers.")
 @click.option(
-    "--cuts", type=click.Path(exists=True, path_type=Path), help="CSV of explicit cuts: session,cut"
+    "--cuts",
+    type=click.Path(exists=True, path_type=Path),
+    help="Explicit cuts: a CSV (session,cut) or a labels cases.jsonl (session_id, cut, "
+    "future_seqs: the future ends where the labels do; sessions not in the corpus are skipped).",
 )
-@click.option("--horizon", default="all", show_default=True, help="all or turns:K")
+@click.option(
+    "--horizon",
+    default="all",
+    show_default=True,
+    help="all · turns:K (K agent requests) · messages:K (K visible messages)",
+)
 @click.option("--suite", default=None, help="hard (top 10% sessions by tool pressure) or hard:N")
 @click.option("--sample", type=int, default=None, help="Keep N cases at random.")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -193,6 +202,7 @@ def cases_cmd(
     """Cut each session into cases (prefix + real future) at trigger points."""
     from .datasets.cases import CaseError, cut_corpus
 
+    skipped: list[tuple[str, int]] = []
     try:
         frame, path = cut_corpus(
             _open_corpus(corpus),
@@ -204,11 +214,18 @@ def cases_cmd(
             suite=suite,
             sample=sample,
             seed=seed,
+            skipped=skipped,
         )
     except CaseError as e:
         _fail(str(e), 2)
     sessions = frame["session_id"].n_unique() if frame.height else 0
     click.echo(f"{frame.height} cases from {sessions} sessions → {path}")
+    if skipped:
+        n = len({sid for sid, _ in skipped})
+        click.echo(
+            f"  skipped {len(skipped)} cuts of {n} sessions not in this corpus "
+            f"(e.g. {skipped[0][0]}@{skipped[0][1]})"
+        )
     if frame.height:
         kinds = frame["trigger"].str.split("+").explode().str.replace(r":\d+$", "").value_counts()
         click.echo(
@@ -309,9 +326,9 @@ def show_cmd(run: Path, case: str, policy: str, width: int) -> None:
 @click.option(
     "--judge",
     "judge_spec",
-    default="anchor",
+    default=DEFAULT_JUDGE,
     show_default=True,
-    help="anchor · llm · truth (name[:key=value,...])",
+    help="flow · anchor · llm · truth · deps:path=LABELS (name[:key=value,...])",
 )
 @click.option(
     "--policy", "policies", multiple=True, help="Only these policies (default: all in the run)."
@@ -370,12 +387,18 @@ def judge_cmd(
 @main.command("calibrate")
 @click.argument("run", type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "--judge", "judge_name", default="anchor", show_default=True, help="The judge to calibrate."
+    "--judge",
+    "judge_name",
+    default=DEFAULT_JUDGE,
+    show_default=True,
+    help="The judge to calibrate.",
 )
 @click.option(
     "--against",
     required=True,
-    help="Another judge, a labels CSV (case_id,policy,label[,category]), or truth.",
+    help="Another judge, a labels CSV (case_id,policy,label[,category]), truth, or "
+    "deps:LABELS (dependency labels on real traces: a folder with cases.jsonl and "
+    "dependencies.jsonl; compared in the strict, whitespace and recovery variants).",
 )
 @click.option("--policy", "policies", multiple=True, help="Only these policies.")
 @click.option(
@@ -391,9 +414,16 @@ def calibrate_cmd(
     """Confusion matrix, sensitivity/specificity, Cohen's kappa with CI, per-category accuracy."""
     import polars as pl
 
-    from .judges.calibrate import compare, read_labels
+    from .judges.calibrate import compare, parse_deps_against, read_labels
     from .judges.engine import read_verdicts, run_judge
 
+    try:
+        labels = parse_deps_against(against)
+    except ValueError as e:
+        _fail(str(e), 2)
+    if labels is not None:
+        _calibrate_deps(run, judge_name, labels, policies, fmt)
+        return
     judged = read_verdicts(run, judge_name)
     if judged.height == 0:
         _fail(
@@ -420,12 +450,33 @@ def calibrate_cmd(
         click.echo(result.render())
 
 
+def _calibrate_deps(
+    run: Path, judge_name: str, labels: str, policies: tuple[str, ...], fmt: str
+) -> None:
+    import json
+
+    from .judges.calibrate import calibrate_against_deps, calibration_path
+    from .replay.engine import RunError
+
+    try:
+        result = calibrate_against_deps(run, judge_name, labels, policies=policies or None)
+    except (RunError, ValueError) as e:  # LabelsError is a ValueError
+        _fail(str(e), 2)
+    if fmt == "csv":
+        click.echo(result.table().write_csv(), nl=False)
+    elif fmt == "json":
+        click.echo(json.dumps(result.as_dict(), indent=2))
+    else:
+        click.echo(result.render())
+        click.echo(f"\nstored the strict calibration in {calibration_path(run, result.judge)}")
+
+
 @main.command("report")
 @click.argument("run", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--judge",
     default=None,
-    help="Which judge's verdicts (default: the run's only judge, else anchor).",
+    help=f"Which judge's verdicts (default: the run's only judge, else {DEFAULT_JUDGE}).",
 )
 @click.option(
     "--reference",
@@ -449,6 +500,14 @@ def calibrate_cmd(
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--bootstrap", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
+@click.option(
+    "--calibration",
+    "calibration_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The judge's calibration from a labelled run (RUN/calibration/*.json) to correct "
+    "no-impact with (default: the run's own, if any).",
+)
 def report_cmd(
     run: Path,
     judge: str | None,
@@ -457,13 +516,21 @@ def report_cmd(
     out: Path | None,
     seed: int,
     bootstrap: int,
+    calibration_file: Path | None,
 ) -> None:
     """No-impact with Wilson intervals, paired tests, taxonomy audit, cost, trade-off plot."""
     from .replay.engine import RunError
     from .reports import RenderError, ReportError, build_report
 
     try:
-        report = build_report(run, judge=judge, reference=reference, seed=seed, bootstrap=bootstrap)
+        report = build_report(
+            run,
+            judge=judge,
+            reference=reference,
+            seed=seed,
+            bootstrap=bootstrap,
+            calibration_file=calibration_file,
+        )
         if out is None:
             click.echo(report.render(fmt or "terminal"))
         else:
@@ -477,18 +544,48 @@ def report_cmd(
 @click.argument("run", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--category",
-    required=True,
+    default=None,
     help="evidence_detail · locator_handle · behavioural_contract · verbatim_source · live_state · recovery_routing",
 )
+@click.option(
+    "--missed",
+    default=None,
+    help="deps:LABELS — list instead the gold-required dependencies the judge missed.",
+)
 @click.option("--policy", default=None, help="Only this policy.")
-@click.option("--judge", default="anchor", show_default=True)
+@click.option("--judge", default=DEFAULT_JUDGE, show_default=True)
 @click.option("--max-rows", type=int, default=50, show_default=True)
-def audit_cmd(run: Path, category: str, policy: str | None, judge: str, max_rows: int) -> None:
-    """List the losses of one category with their evidence, for a person to inspect."""
+def audit_cmd(
+    run: Path,
+    category: str | None,
+    missed: str | None,
+    policy: str | None,
+    judge: str,
+    max_rows: int,
+) -> None:
+    """List the losses of one category with their evidence, or (``--missed deps:LABELS``) the
+    labelled dependencies the judge missed, for a person to inspect."""
     import polars as pl
 
     from .replay.engine import RunError
     from .reports import ReportError, audit
+
+    if missed is not None:
+        from .judges.calibrate import missed_dependencies, parse_deps_against, render_missed
+
+        try:
+            labels = parse_deps_against(missed)
+            if labels is None:
+                _fail(f"--missed takes deps:LABELS, not {missed!r}", 2)
+                return
+            frame = missed_dependencies(run, judge, labels, policy=policy)
+        except (RunError, ValueError) as e:
+            _fail(str(e), 2)
+        click.echo(render_missed(frame, judge, max_rows))
+        return
+    if category is None:
+        _fail("give --category CATEGORY or --missed deps:LABELS", 2)
+        return
 
     try:
         frame = audit(run, category, policy=policy, judge=judge)
@@ -512,7 +609,7 @@ def audit_cmd(run: Path, category: str, policy: str | None, judge: str, max_rows
 @click.argument("run", type=click.Path(exists=True, path_type=Path))
 @click.option("--to", "to", required=True, type=click.Choice(["otel", "phoenix", "langfuse"]))
 @click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path))
-@click.option("--judge", default="anchor", show_default=True)
+@click.option("--judge", default=DEFAULT_JUDGE, show_default=True)
 def export_verdicts_cmd(run: Path, to: str, out: Path, judge: str) -> None:
     """Verdicts as OpenTelemetry gen_ai.evaluation.result events, Phoenix Parquet or Langfuse scores."""
     from .replay.engine import RunError
@@ -588,7 +685,7 @@ def _load_config(ctx: click.Context, _param: click.Parameter, value: Path | None
 @click.option("--workers", type=int, default=2, show_default=True)
 @click.option("--tariff", default=None)
 @click.option("--tariffs", "tariffs_path", default=None)
-@click.option("--judge", default="anchor", show_default=True)
+@click.option("--judge", default=DEFAULT_JUDGE, show_default=True)
 @click.option("--base-url", default=None)
 @click.option("--model", default=None)
 @click.option("--api-key-env", default=None)

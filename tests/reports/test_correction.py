@@ -13,15 +13,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from ctxreplay.judges.calibrate import CalibrationError, calibration_path, read_calibration
 from ctxreplay.reports import build_report
 from ctxreplay.reports.correction import (
-    CalibrationError,
     JudgeAccuracy,
-    calibration_path,
     corrected_interval,
     corrected_no_impact,
     explanation,
-    read_calibration,
     rogan_gladen,
 )
 
@@ -249,3 +247,41 @@ def test_a_chance_level_calibration_leaves_the_columns_undefined(small_run: Path
     assert r.no_impact["corrected_no_impact_pct"].is_nan().all()
     assert "no better than chance" in r.meta["calibration"]["undefined"]
     assert "correction undefined" in r.render("terminal")
+
+
+def test_report_takes_a_calibration_from_another_run(small_run: Path, tmp_path: Path):
+    """A corpus without labels is corrected with the calibration of the same judge measured on a
+    labelled set (``report --calibration``); the run's own folder stays untouched."""
+    from click.testing import CliRunner
+
+    from ctxreplay.cli import main
+
+    labelled = tmp_path / "labelled-run"
+    path = write_calibration(labelled, calibration_doc("flow", TP, FN, FP, TN))
+    runner = CliRunner()
+    out = runner.invoke(
+        main,
+        [
+            "report",
+            str(small_run),
+            "--judge",
+            "flow",
+            "--bootstrap",
+            "50",
+            "--format",
+            "json",
+            "--calibration",
+            str(path),
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    rows = doc["tables"]["no_impact"]
+    assert all(r["corrected_no_impact_pct"] is not None for r in rows)
+    assert doc["meta"]["calibration"]["n"] == TP + FN + FP + TN
+    assert not (small_run / "calibration").exists()
+    other = write_calibration(tmp_path / "other", calibration_doc("anchor", 1, 1, 1, 1))
+    wrong = runner.invoke(
+        main, ["report", str(small_run), "--judge", "flow", "--calibration", str(other)]
+    )
+    assert wrong.exit_code == 2 and "not 'flow'" in wrong.output

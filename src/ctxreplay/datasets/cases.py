@@ -7,7 +7,13 @@ visible messages with ``seq < c``; the future runs from ``c`` to the horizon.
 
 Triggers: ``tokens:N`` (the first request point whose prefix holds at least N tokens),
 ``fraction:F`` with a context window W (``tokens:F·W``), ``user-turns`` (the request point after
-each user turn but the first), ``every:K`` (every K-th request point), or explicit cuts from a CSV.
+each user turn but the first), ``every:K`` (every K-th request point), or explicit cuts: a CSV
+(``session,cut``) or the ``cases.jsonl`` of a dependency-labels set (``session_id``, ``cut``,
+``future_seqs``; see ``../shared/gold-dev/README.md``). A labelled cut carries its own future end
+(the horizon the labels cover), and a labels set may span several corpora: its rows for sessions
+this corpus lacks are skipped and counted, not an error.
+
+Horizons: ``all``, ``turns:K`` (K agent requests) or ``messages:K`` (K visible messages).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 import pyarrow as pa
@@ -86,14 +92,45 @@ def parse_trigger(spec: str, window: int | None = None) -> Trigger:
     raise CaseError(f"unknown trigger {spec!r}; use tokens:N, fraction:F, user-turns or every:K")
 
 
-def parse_horizon(spec: str) -> int | None:
-    """``all`` → None; ``turns:K`` → K agent requests."""
+@dataclass(frozen=True)
+class Horizon:
+    """How far a case's future runs: K agent requests (``turns``) or K visible messages."""
+
+    kind: Literal["turns", "messages"]
+    value: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{self.value}"
+
+
+def parse_horizon(spec: str) -> Horizon | None:
+    """``all`` → None; ``turns:K`` → K agent requests; ``messages:K`` → K visible messages."""
     if spec == "all":
         return None
     kind, _, value = spec.partition(":")
-    if kind != "turns" or not value.isdigit() or int(value) < 1:
-        raise CaseError(f"bad horizon {spec!r}; use all or turns:K")
-    return int(value)
+    if kind not in ("turns", "messages") or not value.isdigit() or int(value) < 1:
+        raise CaseError(f"bad horizon {spec!r}; use all, turns:K or messages:K")
+    return Horizon("turns" if kind == "turns" else "messages", int(value))
+
+
+def _horizon(value: Horizon | int | None) -> Horizon | None:
+    """A bare int is ``turns:K`` (what ``parse_horizon`` used to return)."""
+    return Horizon("turns", value) if isinstance(value, int) else value
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One explicit cut: the seq of the request point and, optionally, where its future ends.
+
+    ``future_end`` (exclusive seq) overrides the horizon for this cut: a labels set fixes the
+    future its labels cover. ``optional`` cuts name sessions that may be absent from the corpus
+    (a labels set spanning several corpora); they are skipped, not an error.
+    """
+
+    cut: int
+    future_end: int | None = None
+    optional: bool = False
 
 
 @dataclass(slots=True)
@@ -182,22 +219,38 @@ def cut_points(shape: SessionShape, trigger: Trigger) -> list[tuple[int, str]]:
 
 
 def case_row(
-    shape: SessionShape, index: int, trigger: str, horizon: int | None, source_id: str | None
+    shape: SessionShape,
+    index: int,
+    trigger: str,
+    horizon: Horizon | int | None,
+    source_id: str | None,
+    future_end: int | None = None,
 ) -> dict[str, Any]:
+    """One case. The future runs from the cut to the horizon (``turns:K`` counts agent
+    requests, ``messages:K`` visible messages), or, when ``future_end`` (an exclusive seq) is
+    given, exactly up to it."""
     prefix_tokens = sum(shape.tokens[:index])
     tool_tokens = sum(
         t for t, out in zip(shape.tokens[:index], shape.tool_output[:index], strict=True) if out
     )
+    limit = _horizon(horizon)
     end = len(shape.seq)
-    requests = 0
-    for j in range(index, len(shape.seq)):
-        if shape.role[j] == "assistant":
-            if horizon is not None and requests == horizon:
-                end = j
-                break
-            requests += 1
+    if future_end is not None:
+        end = next((j for j in range(index, len(shape.seq)) if shape.seq[j] >= future_end), end)
+    elif limit is not None and limit.kind == "messages":
+        end = min(index + limit.value, len(shape.seq))
+    elif limit is not None:
+        requests = 0
+        for j in range(index, len(shape.seq)):
+            if shape.role[j] == "assistant":
+                if requests == limit.value:
+                    end = j
+                    break
+                requests += 1
+    requests = sum(1 for j in range(index, end) if shape.role[j] == "assistant")
     cut = shape.seq[index]
-    future_end = shape.seq[end] if end < len(shape.seq) else shape.seq[-1] + 1
+    if future_end is None:
+        future_end = shape.seq[end] if end < len(shape.seq) else shape.seq[-1] + 1
     return {
         "case_id": f"{shape.session_id}@{cut}",
         "session_id": shape.session_id,
@@ -217,18 +270,34 @@ def case_row(
     }
 
 
-def read_cuts(path: Path) -> dict[str, list[int]]:
-    """Explicit cut points from a CSV with columns ``session`` (id or source id) and ``cut``."""
+def is_labels_file(path: Path) -> bool:
+    """A labels ``cases.jsonl`` (JSON lines) rather than a CSV: by suffix, else by content."""
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        return True
+    if path.suffix.lower() in (".csv", ".tsv"):
+        return False
+    with open(path, "rb") as f:
+        head = f.read(4096).lstrip()
+    return head.startswith(b"{")
+
+
+def read_cuts(path: Path) -> dict[str, list[Cut]]:
+    """Explicit cut points: a CSV with columns ``session`` (id or source id) and ``cut``, or the
+    ``cases.jsonl`` of a labels set (``session_id``, ``cut``, ``future_seqs``), whose cuts end
+    their future at ``max(future_seqs) + 1`` and may name sessions of other corpora."""
+    path = Path(path)
+    if is_labels_file(path):
+        return read_label_cuts(path)
     frame = pl.read_csv(path, infer_schema_length=0)
     missing = {"session", "cut"} - set(frame.columns)
     if missing:
         raise CaseError(
             f"{path}: needs columns session and cut (missing {', '.join(sorted(missing))})"
         )
-    cuts: dict[str, list[int]] = {}
+    cuts: dict[str, list[Cut]] = {}
     for i, row in enumerate(frame.iter_rows(named=True), start=2):
         try:
-            cuts.setdefault(row["session"], []).append(int(row["cut"]))
+            cuts.setdefault(row["session"], []).append(Cut(int(row["cut"])))
         except (TypeError, ValueError):
             raise CaseError(
                 f"{path}, line {i}: cut {row['cut']!r} is not a message index"
@@ -236,17 +305,61 @@ def read_cuts(path: Path) -> dict[str, list[int]]:
     return cuts
 
 
+def read_label_cuts(path: Path) -> dict[str, list[Cut]]:
+    """The cuts of a labels ``cases.jsonl``: one JSON object a line with ``session_id`` and
+    ``cut``; ``future_seqs`` (the labelled horizon) sets the future end to its last seq + 1."""
+    cuts: dict[str, list[Cut]] = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise CaseError(f"{path}, line {n}: not JSON ({e})") from None
+            if not isinstance(row, dict):
+                raise CaseError(f"{path}, line {n}: expected a JSON object")
+            sid, cut = row.get("session_id"), row.get("cut")
+            if not isinstance(sid, str) or not sid:
+                raise CaseError(f"{path}, line {n}: session_id is missing or not a string")
+            if not isinstance(cut, int) or isinstance(cut, bool) or cut < 0:
+                raise CaseError(f"{path}, line {n}: cut {cut!r} is not a message index")
+            future = row.get("future_seqs")
+            end: int | None = None
+            if future is not None:
+                if (
+                    not isinstance(future, list)
+                    or not future
+                    or not all(isinstance(s, int) and not isinstance(s, bool) for s in future)
+                ):
+                    raise CaseError(
+                        f"{path}, line {n}: future_seqs must be a non-empty list of message seqs"
+                    )
+                end = max(future) + 1
+                if end <= cut:
+                    raise CaseError(f"{path}, line {n}: future_seqs end before the cut {cut}")
+            cuts.setdefault(sid, []).append(Cut(cut, end, optional=True))
+    if not cuts:
+        raise CaseError(f"{path}: no cases in the labels file")
+    return cuts
+
+
 def build_cases(
     corpus: Corpus,
     triggers: Sequence[Trigger] = (),
     *,
-    horizon: int | None = None,
-    cuts: dict[str, list[int]] | None = None,
+    horizon: Horizon | int | None = None,
+    cuts: dict[str, list[Cut]] | dict[str, list[int]] | None = None,
     suite: str | None = None,
     sample: int | None = None,
     seed: int = 0,
+    skipped: list[tuple[str, int]] | None = None,
 ) -> pl.DataFrame:
-    """All cases of a corpus as a frame (schema ``CASES``), in session and cut order."""
+    """All cases of a corpus as a frame (schema ``CASES``), in session and cut order.
+
+    ``cuts``: session id (or source id) → cuts (``Cut`` or a bare seq). Optional cuts of
+    sessions the corpus lacks are appended to ``skipped`` as (session, cut); if none of the
+    explicit cuts fits the corpus, that is an error."""
     if not triggers and not cuts:
         raise CaseError("give at least one --trigger or --cuts")
     sessions = corpus.sessions().select("session_id", "source_session_id")
@@ -255,19 +368,33 @@ def build_cases(
     for sid, src in source_of.items():
         if src:
             by_source.setdefault(src, sid)
-    explicit: dict[str, list[int]] = {}
+    explicit: dict[str, list[Cut]] = {}
+    missed: list[tuple[str, int]] = []
     for key, values in (cuts or {}).items():
+        given = [v if isinstance(v, Cut) else Cut(int(v)) for v in values]
         sid = key if key in source_of else by_source.get(key)
         if sid is None:
+            if given and all(c.optional for c in given):
+                missed.extend((key, c.cut) for c in given)
+                continue
             raise CaseError(f"cuts name session {key!r}, which is not in the corpus")
-        explicit.setdefault(sid, []).extend(values)
+        explicit.setdefault(sid, []).extend(given)
+    if cuts and not explicit:
+        raise CaseError(
+            f"none of the {len(missed)} explicit cuts names a session of this corpus "
+            f"({corpus.path}); is it the corpus the labels were made on?"
+        )
+    if skipped is not None:
+        skipped.extend(missed)
     rows: list[dict[str, Any]] = []
     for shape in session_shapes(corpus):
         found: dict[int, str] = {}
+        ends: dict[int, int] = {}
         for trigger in triggers:
             for index, label in cut_points(shape, trigger):
                 found[index] = f"{found[index]}+{label}" if index in found else label
-        for cut in explicit.get(shape.session_id, ()):
+        for c in explicit.get(shape.session_id, ()):
+            cut = c.cut
             if cut not in shape.seq or not shape.request_point[shape.seq.index(cut)]:
                 raise CaseError(
                     f"cut {cut} in session {shape.session_id} is not a request point "
@@ -275,9 +402,18 @@ def build_cases(
                 )
             index = shape.seq.index(cut)
             found[index] = f"{found[index]}+cut" if index in found else "cut"
+            if c.future_end is not None:
+                ends[index] = c.future_end
         for index in sorted(found):
             rows.append(
-                case_row(shape, index, found[index], horizon, source_of.get(shape.session_id))
+                case_row(
+                    shape,
+                    index,
+                    found[index],
+                    horizon,
+                    source_of.get(shape.session_id),
+                    future_end=ends.get(index),
+                )
             )
     frame = pl.from_arrow(pa.Table.from_pylist(rows, schema=CASES)).sort(["session_id", "cut"])
     assert isinstance(frame, pl.DataFrame)
@@ -339,9 +475,12 @@ def cut_corpus(
     suite: str | None = None,
     sample: int | None = None,
     seed: int = 0,
+    skipped: list[tuple[str, int]] | None = None,
 ) -> tuple[pl.DataFrame, Path]:
     """``ctxreplay cases`` as a function: options as the CLI spells them, the cases written with a
-    record of how they were made (what a run's manifest later fingerprints)."""
+    record of how they were made (what a run's manifest later fingerprints). ``skipped`` collects
+    the labelled cuts of sessions this corpus lacks."""
+    missed: list[tuple[str, int]] = []
     frame = build_cases(
         corpus,
         [parse_trigger(t, window) for t in triggers],
@@ -350,13 +489,17 @@ def cut_corpus(
         suite=suite,
         sample=sample,
         seed=seed,
+        skipped=missed,
     )
+    if skipped is not None:
+        skipped.extend(missed)
     meta = {
         "corpus": str(corpus.path.resolve()),
         "corpus_fingerprint": corpus.fingerprint(),
         "triggers": list(triggers),
         "window": window,
         "cuts": str(cuts) if cuts else None,
+        "cuts_skipped": len(missed),
         "horizon": horizon,
         "suite": suite,
         "sample": sample,

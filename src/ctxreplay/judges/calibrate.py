@@ -178,3 +178,485 @@ def read_labels(path: str | os.PathLike[str]) -> pl.DataFrame:
             .otherwise(None)
         )
     return frame
+
+
+# --- against dependency labels on real traces (``--against deps:LABELS``) --------------------
+
+#: the folder of a run holding one calibration per judge label (``<slug(label)>.json``)
+CALIBRATION_DIR = "calibration"
+CALIBRATION_KEYS = (
+    "judge",
+    "against",
+    "tp",
+    "fn",
+    "fp",
+    "tn",
+    "sensitivity",
+    "specificity",
+    "kappa",
+    "created",
+)
+
+
+def deps_spec(labels: str | os.PathLike[str], variant: str = "strict") -> str:
+    """The ``deps`` judge spec for a labels path (made absolute, so the label is stable)."""
+    path = str(Path(labels).resolve())
+    if "," in path:
+        raise ValueError(f"a labels path may not contain a comma: {path}")
+    return f"deps:path={path},variant={variant}"
+
+
+def parse_deps_against(against: str) -> str | None:
+    """The labels path of ``deps:PATH`` (or ``deps:path=PATH``), None for anything else."""
+    if not against.startswith("deps:"):
+        return None
+    rest = against[len("deps:") :]
+    if rest.startswith("path="):
+        rest = rest[len("path=") :]
+    if not rest:
+        raise ValueError("--against deps:PATH needs the labels folder (or dependencies.jsonl)")
+    return rest
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float | None
+    low: float | None
+    high: float | None
+
+    @staticmethod
+    def wilson(k: int, n: int) -> Interval:
+        from ..reports.stats import wilson
+
+        if n == 0:
+            return Interval(None, None, None)
+        w = wilson(k, n)
+        return Interval(w.estimate, w.low, w.high)
+
+    def show(self) -> str:
+        if self.estimate is None:
+            return "undefined"
+        return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """A judge against one scoring variant of the gold labels."""
+
+    variant: str
+    reference: str  # the deps judge label holding the gold verdicts
+    calibration: Calibration
+    per_corpus: dict[str, Calibration]
+    missed: dict[str, int]  # category → gold dependencies lost where the judge said no_impact
+    missed_views: int  # views the judge called no_impact but gold says impact
+
+    @property
+    def sensitivity(self) -> Interval:
+        o = self.calibration.overall
+        return Interval.wilson(o.tp, o.tp + o.fn)
+
+    @property
+    def specificity(self) -> Interval:
+        o = self.calibration.overall
+        return Interval.wilson(o.tn, o.tn + o.fp)
+
+
+def _rates_dict(c: Calibration) -> dict[str, Any]:
+    o = c.overall
+    sens, spec = Interval.wilson(o.tp, o.tp + o.fn), Interval.wilson(o.tn, o.tn + o.fp)
+    return {
+        "n": c.n,
+        "unscored": c.unscored,
+        "missing": c.missing,
+        "tp": o.tp,
+        "fn": o.fn,
+        "fp": o.fp,
+        "tn": o.tn,
+        "sensitivity": sens.estimate,
+        "sensitivity_low": sens.low,
+        "sensitivity_high": sens.high,
+        "specificity": spec.estimate,
+        "specificity_low": spec.low,
+        "specificity_high": spec.high,
+        "agreement": o.accuracy,
+        "kappa": c.kappa,
+        "kappa_low": c.kappa_ci[0] if c.kappa_ci else None,
+        "kappa_high": c.kappa_ci[1] if c.kappa_ci else None,
+    }
+
+
+@dataclass(frozen=True)
+class GoldCalibration:
+    """A judge against dependency labels, in the three scoring variants (strict first)."""
+
+    judge: str
+    labels: str
+    variants: tuple[VariantResult, ...]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per (variant, scope, name): scope overall · corpus · category · missed."""
+        empty = (
+            dict.fromkeys(_rates_dict(self.variants[0].calibration), None) if self.variants else {}
+        )
+        rows: list[dict[str, Any]] = []
+        for v in self.variants:
+            base = {"judge": self.judge, "variant": v.variant, "reference": v.reference}
+            rows.append(
+                {
+                    **base,
+                    "scope": "overall",
+                    "name": "all",
+                    **_rates_dict(v.calibration),
+                    "missed": None,
+                }
+            )
+            for corpus, c in v.per_corpus.items():
+                rows.append(
+                    {**base, "scope": "corpus", "name": corpus, **_rates_dict(c), "missed": None}
+                )
+            for cat, r in v.calibration.per_category.items():
+                row = {**base, "scope": "category", "name": cat, **empty, "missed": None}
+                sens, spec = Interval.wilson(r.tp, r.tp + r.fn), Interval.wilson(r.tn, r.tn + r.fp)
+                row.update(
+                    n=r.tp + r.fn + r.fp + r.tn,
+                    tp=r.tp,
+                    fn=r.fn,
+                    fp=r.fp,
+                    tn=r.tn,
+                    sensitivity=sens.estimate,
+                    sensitivity_low=sens.low,
+                    sensitivity_high=sens.high,
+                    specificity=spec.estimate,
+                    specificity_low=spec.low,
+                    specificity_high=spec.high,
+                    agreement=r.accuracy,
+                )
+                rows.append(row)
+            for cat, n in v.missed.items():
+                rows.append({**base, "scope": "missed", "name": cat, **empty, "missed": n})
+        return rows
+
+    def table(self) -> pl.DataFrame:
+        return pl.DataFrame(self.rows(), infer_schema_length=None)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"judge": self.judge, "labels": self.labels, "variants": []}
+        for v in self.variants:
+            out["variants"].append(
+                {
+                    "variant": v.variant,
+                    "reference": v.reference,
+                    **_rates_dict(v.calibration),
+                    "per_category": [
+                        _rates_row(c, r) for c, r in v.calibration.per_category.items()
+                    ],
+                    "per_corpus": {k: _rates_dict(c) for k, c in v.per_corpus.items()},
+                    "missed_views": v.missed_views,
+                    "missed_dependencies": v.missed,
+                }
+            )
+        return out
+
+    def render(self) -> str:
+        parts: list[str] = []
+        for v in self.variants:
+            c = v.calibration
+            lines = [f"=== gold: dependency labels, {v.variant} ({v.reference}) ==="]
+            lines.append(c.render())
+            agreement = c.overall.accuracy
+            lines.append(
+                f"sensitivity {v.sensitivity.show()}  specificity {v.specificity.show()}"
+                "  (Wilson 95%)"
+            )
+            lines.append(
+                "agreement "
+                + (f"{agreement:.3f}" if agreement is not None else "undefined")
+                + f" over {c.n} views; gold impact {c.overall.tp + c.overall.fn}"
+            )
+            if v.per_corpus:
+                lines.append("per corpus:")
+                for corpus, pc in v.per_corpus.items():
+                    o = pc.overall
+                    sens = Interval.wilson(o.tp, o.tp + o.fn)
+                    spec = Interval.wilson(o.tn, o.tn + o.fp)
+                    kappa = f"{pc.kappa:.3f}" if pc.kappa is not None else "undefined"
+                    lines.append(
+                        f"  {corpus:<14} n {pc.n:>4}  tp {o.tp:>3} fn {o.fn:>3} fp {o.fp:>3}"
+                        f" tn {o.tn:>4}  sensitivity {sens.show()}  specificity {spec.show()}"
+                        f"  kappa {kappa}"
+                    )
+            total = sum(v.missed.values())
+            lines.append(
+                f"missed: {v.missed_views} views judged no_impact that lose {total} gold "
+                "dependencies"
+                + (": " + ", ".join(f"{k} {n}" for k, n in v.missed.items() if n) if total else "")
+            )
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts)
+
+
+def _resolve_label(judged: pl.DataFrame, judge: str) -> str:
+    labels = sorted(set(judged["judge"].to_list())) if judged.height else []
+    return labels[0] if len(labels) == 1 else judge
+
+
+def calibrate_against_deps(
+    run_path: str | os.PathLike[str],
+    judge: str,
+    labels: str | os.PathLike[str],
+    *,
+    policies: list[str] | tuple[str, ...] | None = None,
+    workers: int = 2,
+    store: bool = True,
+) -> GoldCalibration:
+    """Judge ``judge``'s verdicts in a run against dependency labels, in every variant.
+
+    The ``deps`` judge runs first (resumable; its verdicts are kept under labels like
+    ``deps:path=…,variant=…``). The strict result is stored as the judge's calibration in the run
+    (``RUN/calibration/<slug(judge)>.json``) unless ``store`` is False.
+    """
+    from .engine import read_verdicts, run_judge
+    from .labels import VARIANTS, load_labels
+
+    judged = read_verdicts(run_path, judge)
+    if judged.height == 0:
+        raise ValueError(
+            f"no verdicts from judge {judge!r} in {run_path}; "
+            f"run: ctxreplay judge {run_path} --judge {judge}"
+        )
+    label = _resolve_label(judged, judge)
+    judged = judged.filter(pl.col("judge") == label)
+    gold = load_labels(labels)
+    corpus_of = gold.corpus_of()
+    if policies:
+        judged = judged.filter(pl.col("policy").is_in(list(policies)))
+    results: list[VariantResult] = []
+    for variant in VARIANTS:
+        spec = deps_spec(labels, variant)
+        summary = run_judge(run_path, spec, workers=workers, progress=False)
+        reference = read_verdicts(run_path, summary.judge).filter(pl.col("judge") == summary.judge)
+        if policies:
+            reference = reference.filter(pl.col("policy").is_in(list(policies)))
+        results.append(_variant_result(judged, reference, label, summary.judge, variant, corpus_of))
+    out = GoldCalibration(label, str(Path(labels).resolve()), tuple(results))
+    if store:
+        write_calibration(run_path, out.variants[0].calibration)
+    return out
+
+
+def _variant_result(
+    judged: pl.DataFrame,
+    reference: pl.DataFrame,
+    judge: str,
+    against: str,
+    variant: str,
+    corpus_of: dict[str, str],
+) -> VariantResult:
+    overall = compare(judged, reference, judge, against)
+    per_corpus: dict[str, Calibration] = {}
+    for corpus in sorted({c for c in corpus_of.values()}):
+        sessions = [s for s, c in corpus_of.items() if c == corpus]
+        j = judged.filter(pl.col("session_id").is_in(sessions))
+        r = reference.filter(pl.col("session_id").is_in(sessions))
+        if j.height or r.height:
+            per_corpus[corpus or "(none)"] = compare(j, r, judge, against)
+    both = judged.select("policy", "case_id", "label").join(
+        reference.select("policy", "case_id", pl.col("label").alias("ref"), "losses"),
+        on=["policy", "case_id"],
+    )
+    fn = both.filter((pl.col("label") == "no_impact") & (pl.col("ref") == "impact"))
+    missed = dict.fromkeys(CATEGORIES, 0)
+    for losses in fn["losses"].to_list():
+        for loss in losses or ():
+            missed[loss["category"]] = missed.get(loss["category"], 0) + 1
+    return VariantResult(variant, against, overall, per_corpus, missed, fn.height)
+
+
+def calibration_path(run_path: str | os.PathLike[str], judge_label: str) -> Path:
+    from ..replay.engine import slug
+
+    return Path(run_path) / CALIBRATION_DIR / f"{slug(judge_label)}.json"
+
+
+def write_calibration(run_path: str | os.PathLike[str], c: Calibration) -> Path:
+    """Store a judge's calibration in its run (atomically), positive = impact."""
+    import datetime
+    import json
+
+    o = c.overall
+    doc = {
+        "judge": c.judge,
+        "against": c.against,
+        "tp": o.tp,
+        "fn": o.fn,
+        "fp": o.fp,
+        "tn": o.tn,
+        "sensitivity": o.sensitivity,
+        "specificity": o.specificity,
+        "kappa": c.kappa,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    path = calibration_path(run_path, c.judge)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+_COUNTS = ("tp", "fn", "fp", "tn")
+
+
+class CalibrationError(ValueError):
+    pass
+
+
+def read_calibration(run_path: str | os.PathLike[str], judge_label: str) -> dict[str, Any] | None:
+    """The stored calibration of ``judge_label`` in a run, as written (None when there is none).
+
+    Raises :class:`CalibrationError` when the file is unreadable, lacks a count, or belongs to
+    another judge.
+    """
+    path = calibration_path(run_path, judge_label)
+    return read_calibration_file(path, judge_label) if path.is_file() else None
+
+
+def read_calibration_file(path: str | os.PathLike[str], judge_label: str) -> dict[str, Any]:
+    """A calibration file (from this run or another: a labelled dev set judged with the same
+    judge), checked to be a calibration of ``judge_label``."""
+    import json
+
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise CalibrationError(f"{path}: unreadable calibration ({e})") from e
+    if not isinstance(doc, dict):
+        raise CalibrationError(f"{path}: a calibration is a JSON object")
+    for key in _COUNTS:
+        v = doc.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise CalibrationError(f"{path}: {key} is not a count ({v!r})")
+    if doc.get("judge") != judge_label:
+        raise CalibrationError(
+            f"{path}: calibrates judge {doc.get('judge')!r}, not {judge_label!r}"
+        )
+    return doc
+
+
+MISSED_SCHEMA = {
+    "case_id": pl.String,
+    "labels_case": pl.String,
+    "policy": pl.String,
+    "judge_label": pl.String,
+    "category": pl.String,
+    "dependency": pl.String,
+    "source_object": pl.String,
+    "need_seq": pl.Int64,
+    "need_text": pl.String,
+    "why": pl.String,
+}
+
+
+def _reported(dependency: str, judge_losses: Any) -> bool:
+    """Whether one of the judge's losses names this dependency (its anchor overlaps the text)."""
+    for loss in judge_losses or ():
+        anchor = (loss.get("anchor") or "").strip()
+        if anchor and (anchor in dependency or dependency in anchor):
+            return True
+    return False
+
+
+def missed_dependencies(
+    run_path: str | os.PathLike[str],
+    judge: str,
+    labels: str | os.PathLike[str],
+    *,
+    policy: str | None = None,
+    variant: str = "strict",
+    workers: int = 2,
+    preview: int = 200,
+) -> pl.DataFrame:
+    """Every gold dependency a view lost that the judge missed: the judge said no_impact, or said
+    impact without a loss whose anchor overlaps the dependency's text.
+
+    Columns: ``MISSED_SCHEMA`` — the case, the labels' case name, the policy, the judge's label
+    for the view, the category, the removed text, the object that held it, and the future
+    message that needed it (seq and its first ``preview`` characters, as the annotators saw it).
+    """
+    from ..replay.engine import Run
+    from .engine import read_verdicts, run_judge
+    from .labels import annotator_text, load_labels
+
+    judged = read_verdicts(run_path, judge)
+    if judged.height == 0:
+        raise ValueError(
+            f"no verdicts from judge {judge!r} in {run_path}; "
+            f"run: ctxreplay judge {run_path} --judge {judge}"
+        )
+    label = _resolve_label(judged, judge)
+    judged = judged.filter(pl.col("judge") == label)
+    run = Run(run_path)
+    if policy is not None:
+        judged = judged.filter(pl.col("policy") == run.resolve_policy(policy))
+    summary = run_judge(run_path, deps_spec(labels, variant), workers=workers, progress=False)
+    gold = read_verdicts(run_path, summary.judge).filter(
+        (pl.col("judge") == summary.judge) & (pl.col("label") == "impact")
+    )
+    both = gold.select("policy", "case_id", "session_id", pl.col("losses").alias("gold")).join(
+        judged.select("policy", "case_id", "label", "losses"), on=["policy", "case_id"]
+    )
+    both = both.filter(pl.col("label") != "unscored").sort(["case_id", "policy"])
+    key = load_labels(labels).by_key()
+    rows: list[dict[str, Any]] = []
+    for r in both.iter_rows(named=True):
+        sid, _, cut = r["case_id"].rpartition("@")
+        case = key.get((sid, int(cut))) if cut.isdigit() else None
+        for loss in r["gold"] or ():
+            if r["label"] == "impact" and _reported(loss["anchor"], r["losses"]):
+                continue
+            rows.append(
+                {
+                    "case_id": r["case_id"],
+                    "labels_case": case.case if case else None,
+                    "policy": r["policy"],
+                    "judge_label": r["label"],
+                    "category": loss["category"],
+                    "dependency": loss["anchor"],
+                    "source_object": loss["source_object"],
+                    "need_seq": loss["need_seq"],
+                    "need_text": None,
+                    "why": loss["detail"],
+                    "_session": r["session_id"],
+                }
+            )
+    if rows:
+        wanted = {(row["_session"], row["need_seq"]) for row in rows}
+        texts: dict[tuple[str, int], str] = {}
+        for sid, messages in run.corpus.iter_sessions(sorted({s for s, _ in wanted})):
+            for m in messages:
+                if (sid, m.seq) in wanted:
+                    texts[(sid, m.seq)] = " ".join(annotator_text(m).split())[:preview]
+        for row in rows:
+            row["need_text"] = texts.get((row.pop("_session"), row["need_seq"]))
+    return pl.DataFrame(rows, schema=MISSED_SCHEMA)
+
+
+def render_missed(frame: pl.DataFrame, judge: str, max_rows: int = 50) -> str:
+    """The missed dependencies as a list for a person to read."""
+    if frame.height == 0:
+        return f"no gold dependency missed by {judge}"
+    lines = [
+        f"{frame.height} gold-required dependencies missed by {judge} "
+        f"({frame['case_id'].n_unique()} cases, {frame['policy'].n_unique()} policies)"
+    ]
+    for r in frame.head(max_rows).iter_rows(named=True):
+        lines.append(
+            f"{r['case_id']} ({r['labels_case']})  policy {r['policy']}  [{r['category']}]"
+            f"  judge {r['judge_label']}"
+        )
+        lines.append(f"  removed: {r['dependency']!r}  from {r['source_object'] or '(no object)'}")
+        lines.append(f"  needed by message {r['need_seq']}: {r['need_text'] or ''}")
+    if frame.height > max_rows:
+        lines.append(f"… {frame.height - max_rows} more (--max-rows)")
+    return "\n".join(lines)

@@ -24,23 +24,16 @@ impact rate can be corrected for the judge's sensitivity and specificity:
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..replay.engine import slug
 from . import stats
 
 NAN = float("nan")
-
-#: The folder of a run that holds judge calibrations, one JSON file per judge label.
-CALIBRATION_DIR = "calibration"
 
 #: The one-line meaning of the corrected columns, printed wherever they appear.
 EXPLANATION = (
@@ -49,45 +42,7 @@ EXPLANATION = (
     "own uncertainty."
 )
 
-_COUNTS = ("tp", "fn", "fp", "tn")
-
-
-class CalibrationError(ValueError):
-    pass
-
-
 # --- the calibration file -------------------------------------------------------------------
-
-
-def calibration_path(run_path: str | os.PathLike[str], judge_label: str) -> Path:
-    """Where the calibration of ``judge_label`` lives in a run folder."""
-    return Path(run_path) / CALIBRATION_DIR / f"{slug(judge_label)}.json"
-
-
-def read_calibration(run_path: str | os.PathLike[str], judge_label: str) -> dict[str, Any] | None:
-    """The calibration of ``judge_label`` in the run, as written (None when there is none).
-
-    Raises :class:`CalibrationError` when the file is unreadable, lacks a count, or belongs to
-    another judge.
-    """
-    path = calibration_path(run_path, judge_label)
-    if not path.is_file():
-        return None
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise CalibrationError(f"{path}: unreadable calibration ({e})") from e
-    if not isinstance(doc, dict):
-        raise CalibrationError(f"{path}: a calibration is a JSON object")
-    for key in _COUNTS:
-        v = doc.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise CalibrationError(f"{path}: {key} is not a count ({v!r})")
-    if doc.get("judge") != judge_label:
-        raise CalibrationError(
-            f"{path}: calibrates judge {doc.get('judge')!r}, not {judge_label!r}"
-        )
-    return doc
 
 
 @dataclass(frozen=True)

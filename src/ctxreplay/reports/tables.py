@@ -33,16 +33,11 @@ import polars as pl
 from .. import __version__
 from ..datasets.schema import CATEGORIES
 from ..judges.base import DEFAULT_JUDGE
+from ..judges.calibrate import CalibrationError, read_calibration, read_calibration_file
 from ..judges.engine import read_verdicts
 from ..replay.engine import Run
 from . import stats
-from .correction import (
-    CalibrationError,
-    JudgeAccuracy,
-    corrected_interval,
-    explanation,
-    read_calibration,
-)
+from .correction import JudgeAccuracy, corrected_interval, explanation
 
 #: Example losses kept per (policy, category) in the audit section of a report.
 EXAMPLES = 3
@@ -711,13 +706,16 @@ def build_report(
     alpha: float = 0.05,
     examples: int = EXAMPLES,
     exact_below: int | None = stats.EXACT_BELOW,
+    calibration_file: str | os.PathLike[str] | None = None,
 ) -> Report:
     """Every table of a run's report.
 
     ``judge``: a judge label, or a name with one label in the run (None: the run's only judge,
     else anchor). ``reference``: the policy the
     paired comparisons are against (default: the best no-impact rate, ties to more pruning).
-    ``seed`` and ``bootstrap`` set the session-cluster bootstraps.
+    ``seed`` and ``bootstrap`` set the session-cluster bootstraps. ``calibration_file``: the
+    judge's calibration from elsewhere (a labelled set judged by the same judge) instead of the
+    one the run holds; it corrects the no-impact table for the judge's error.
     """
     run = _run(run_path)
     verdicts = read_verdicts(run.path)
@@ -728,8 +726,14 @@ def build_report(
     calibration = None
     if label is not None:
         try:
-            doc = read_calibration(run.path, label)
+            doc = (
+                read_calibration_file(calibration_file, label)
+                if calibration_file is not None
+                else read_calibration(run.path, label)
+            )
         except CalibrationError as e:
+            if calibration_file is not None:
+                raise ReportError(str(e)) from e
             notes.append(f"calibration ignored: {e}")
             doc = None
         calibration = JudgeAccuracy.from_mapping(doc) if doc is not None else None
