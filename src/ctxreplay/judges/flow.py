@@ -265,6 +265,7 @@ class FlowJudge(Judge):
                 vt = frozenset(t for t in tokens(value) if w(t) > 0)
                 if not key or not vt or vt <= obtained:
                     continue
+                latest = True
                 for i, info in order:
                     if not vt <= info.tokens:
                         continue
@@ -275,11 +276,12 @@ class FlowJudge(Judge):
                             if vt <= f.tokens
                             and (
                                 (f.kind == "field" and f.key and f.key[-1] == key[-1])
-                                or f.kind == "error"
+                                or (f.kind == "error" and latest)
                             )
                         ),
                         None,
                     )
+                    latest = False
                     if fact is not None:
                         use(i, fact, m, "key", f"{' '.join(key)} = {value[:60]}")
                         break

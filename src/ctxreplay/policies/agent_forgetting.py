@@ -20,6 +20,8 @@ from ._model_planner import (
     completion_meta,
 )
 from .base import Policy, PrefixContext, policy
+from .budget import BudgetParams, Need, need_for, spend, with_budget
+from .need import predict, priority
 from .recorded import recorded_edits
 
 
@@ -80,7 +82,11 @@ class AgentForgetting(ModelPlannerMixin, Policy):
     The ``rules`` planner stands in for the model: when the prefix holds at least
     ``reminder_tokens`` (or carries images), it archives every tool result of at least
     ``min_chars`` characters outside the last ``keep_recent`` tool uses, with a note made of the
-    result's first line and the locators it contains, bounded to ``note_chars``.
+    result's first line and the locators it contains, bounded to ``note_chars``. With a
+    ``target`` or ``budget`` the reminder is taken to fire on this request whatever the prefix
+    size, and the rules planner archives tool results outside the last ``keep_recent`` in the
+    order of predicted need (``need.py``: stale ones first, then the least likely to be needed
+    again) until the need is met; ``min_chars`` still bounds what is worth a note.
 
     Parameters → knobs: ``reminder_tokens`` ↔ the first reminder (40,000 text tokens),
     ``reminder_chars`` ↔ the next one (20,000 new characters); ``min_chars``/``keep_recent``/
@@ -94,7 +100,7 @@ class AgentForgetting(ModelPlannerMixin, Policy):
     all_or_nothing: ClassVar[bool] = True
 
     @dataclass(frozen=True)
-    class Params(ModelParams, ForgettingSettings):
+    class Params(ModelParams, ForgettingSettings, BudgetParams):
         """The planner and reminder settings first, then the llm planner's endpoint."""
 
     def handles(self, ctx: PrefixContext) -> dict[str, str]:
@@ -104,6 +110,9 @@ class AgentForgetting(ModelPlannerMixin, Policy):
         if self.params.planner == "llm":
             return self._plan_llm(ctx)
         p = self.params
+        need = need_for(ctx, p)
+        if need.active:
+            return self._plan_budget(ctx, need)
         images = any(m.image_count for m in ctx.messages)
         if ctx.tokens < p.reminder_tokens and not images:
             return Plan(all_or_nothing=True)
@@ -120,6 +129,32 @@ class AgentForgetting(ModelPlannerMixin, Policy):
             if f.id not in recent and self._selectable(ctx, f)
         ]
         return Plan(tuple(edits), all_or_nothing=True)
+
+    def _plan_budget(self, ctx: PrefixContext, need: Need) -> Plan:
+        p = self.params
+        recent = sel.most_recent(ctx.index.functions(), p.keep_recent)
+        candidates = [
+            f
+            for f in sel.editable_functions(ctx)
+            if f.id not in recent and self._selectable(ctx, f)
+        ]
+        order = priority(predict(ctx, candidates))
+        spent = spend(
+            ((e, e.tokens) for e in order),
+            need,
+            why=f"every other result is among the last keep_recent or under min_chars={p.min_chars}",
+        )
+        edits = tuple(
+            Edit(
+                e.obj.id,
+                "fold",
+                note=forgetting_note(sel.result_body(ctx, e.obj), p.note_chars),
+                reason=f"{e.reason} (need {e.score:.2f})",
+            )
+            for e in spent.edits
+        )
+        meta = with_budget({}, need, spent.planned, spent.reason)
+        return Plan(edits, all_or_nothing=True, meta=meta)
 
     def _selectable(self, ctx: PrefixContext, f: ContextObject) -> bool:
         body = sel.result_body(ctx, f)

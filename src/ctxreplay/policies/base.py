@@ -74,6 +74,7 @@ _BUILTIN = (
     "hybrid",
     "observation_masking",
     "clear_tool_uses",
+    "prune_summarise",
     "recorded",
     "self_gc",
     "agent_forgetting",

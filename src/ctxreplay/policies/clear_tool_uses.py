@@ -9,6 +9,7 @@ from ..replay.objects import ContextObject, part_tokens
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
+from .budget import BudgetParams, need_for, not_triggered, spend, with_budget
 
 #: Anthropic documents only that cleared results are replaced "with placeholder text to let
 #: Claude know the tool result was removed"; the text itself is not published. LangChain's
@@ -37,10 +38,16 @@ class ClearToolUses(Policy):
     ``exclude_tools`` ↔ ``exclude_tools`` (default none); ``clear_tool_inputs`` ↔
     ``clear_tool_inputs`` (default false; the list form of that knob is not modelled).
     Anthropic's ``tool_uses`` trigger type is not modelled either.
+
+    Budget (``target``/``budget``, ``policies/budget.py``; not an Anthropic knob): the results
+    older than the ``keep`` most recent uses are cleared as above; if that frees less than the
+    need, the kept window shrinks: its results are cleared too, oldest first, until the need is
+    met (the most recent result is the last to go). ``exclude_tools``, ``trigger`` and
+    ``clear_at_least`` keep their meaning.
     """
 
     @dataclass(frozen=True)
-    class Params:
+    class Params(BudgetParams):
         trigger: int = 100_000
         keep: int = 3
         clear_at_least: int = 0
@@ -49,38 +56,64 @@ class ClearToolUses(Policy):
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params
+        need = need_for(ctx, p)
         if ctx.tokens < p.trigger:
-            return Plan()
+            return Plan(meta=not_triggered(need, ctx.tokens, p.trigger, "trigger"))
         functions = ctx.index.functions()
         recent = sel.most_recent(functions, p.keep)
         editable = {f.id for f in sel.editable_functions(ctx)}
         excluded = set(p.exclude_tools)
         edits: list[Edit] = []
         freed = 0
+        window: list[ContextObject] = []
         for f in functions:
-            if f.id in recent or f.id not in editable or f.tool_name in excluded:
+            if f.id not in editable or f.tool_name in excluded:
                 continue
             if sel.result_body(ctx, f) == PLACEHOLDER and not p.clear_tool_inputs:
                 continue  # cleared by an earlier activation
-            freed += sel.replaced_saving(ctx, f, PLACEHOLDER)
-            if p.clear_tool_inputs:
-                freed += part_tokens(sel.call_part(ctx, f), ctx.count) - part_tokens(
-                    _cleared_call(ctx, f), ctx.count
-                )
-            edits.append(
-                Edit(
-                    f.id,
-                    "prune",
-                    placeholder=PLACEHOLDER,
-                    clear_inputs=p.clear_tool_inputs,
-                    reason="clear_tool_uses",
-                )
+            if f.id in recent:
+                window.append(f)
+                continue
+            freed += self._saving(ctx, f)
+            edits.append(self._clear(f))
+        reason = None
+        if need.active:
+            extra = spend(
+                ((self._clear(f), self._saving(ctx, f)) for f in window),
+                need,
+                planned=freed,
+                why="every clearable tool result is cleared; call envelopes, placeholders and "
+                "excluded tools stay",
             )
+            edits += extra.edits
+            freed, reason = extra.planned, extra.reason
         if not edits or freed < p.clear_at_least:
-            return Plan(meta={"cleared_input_tokens": 0, "cleared_tool_uses": 0})
-        return Plan(
-            tuple(edits), meta={"cleared_input_tokens": freed, "cleared_tool_uses": len(edits)}
+            meta = {"cleared_input_tokens": 0, "cleared_tool_uses": 0}
+            if edits:
+                reason = (
+                    f"{need.describe()}; no edit: {freed:,} tokens freed < "
+                    f"clear_at_least={p.clear_at_least:,}"
+                )
+            return Plan(meta=with_budget(meta, need, 0, reason))
+        meta = {"cleared_input_tokens": freed, "cleared_tool_uses": len(edits)}
+        return Plan(tuple(edits), meta=with_budget(meta, need, freed, reason))
+
+    def _clear(self, f: ContextObject) -> Edit:
+        return Edit(
+            f.id,
+            "prune",
+            placeholder=PLACEHOLDER,
+            clear_inputs=self.params.clear_tool_inputs,
+            reason="clear_tool_uses",
         )
+
+    def _saving(self, ctx: PrefixContext, f: ContextObject) -> int:
+        saving = sel.replaced_saving(ctx, f, PLACEHOLDER)
+        if self.params.clear_tool_inputs:
+            saving += part_tokens(sel.call_part(ctx, f), ctx.count) - part_tokens(
+                _cleared_call(ctx, f), ctx.count
+            )
+        return saving
 
 
 def _cleared_call(ctx: PrefixContext, f: ContextObject) -> Part:

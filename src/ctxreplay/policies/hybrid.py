@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
-from .observation_masking import observation_masks
+from .budget import BudgetParams, need_for, not_triggered, spend, with_budget
+from .observation_masking import mask_saving, observation_masks, window_masks
 
 
 def summary_line(ctx: PrefixContext, f: ContextObject, args_chars: int, digest_chars: int) -> str:
@@ -39,10 +41,16 @@ class Hybrid(Policy):
     Parameters → knobs: ``window`` ↔ W; ``summarize_after`` ↔ N (the summariser's trigger, in
     tool uses); ``keep_recent`` ↔ M; ``digest_chars``/``args_chars`` bound each summary line;
     ``trigger_tokens``: the prefix must hold at least this many tokens.
+
+    Budget (``target``/``budget``, ``policies/budget.py``): the rules above apply first; if they
+    free less than the need, the masking window shrinks (the observations inside it are masked,
+    oldest first, the first kept), then, as the last resort, the oldest tool uses are summarised
+    (folded into their summary line, no recovery route), oldest first, whatever
+    ``summarize_after`` says, until the need is met; the most recent tool use is the last to go.
     """
 
     @dataclass(frozen=True)
-    class Params:
+    class Params(BudgetParams):
         window: int = 10
         summarize_after: int = 43
         keep_recent: int = 10
@@ -52,8 +60,9 @@ class Hybrid(Policy):
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params
+        need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
-            return Plan()
+            return Plan(meta=not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens"))
         edits = observation_masks(ctx, p.window, True, "outside_window")
         functions = ctx.index.functions()
         summarised = 0
@@ -62,9 +71,47 @@ class Hybrid(Policy):
             for f in sel.editable_functions(ctx):
                 if f.id in recent:
                     continue
-                note = summary_line(ctx, f, p.args_chars, p.digest_chars)
-                edits[f.id] = Edit(f.id, "fold", note=note, route=False, reason="summarised")
+                edits[f.id] = self._summary(ctx, f, "summarised")
                 summarised += 1
+        meta: dict[str, object] = {"summarised": summarised}
+        if need.active:
+            saving = {oid: self._saving(ctx, e) for oid, e in edits.items()}
+            masks = spend(window_masks(ctx, edits, True), need, planned=sum(saving.values()))
+            for e in masks.edits:
+                edits[e.object_id] = e
+                saving[e.object_id] = mask_saving(ctx, e)
+            folds = spend(
+                self._summaries(ctx, edits, saving),
+                need,
+                planned=masks.planned,
+                why="every tool use is summarised; call envelopes, summary lines and the latest "
+                "user message stay",
+            )
+            for e in folds.edits:
+                edits[e.object_id] = e
+            summarised += len(folds.edits)
+            meta = with_budget({"summarised": summarised}, need, folds.planned, folds.reason)
         order = {f.id: i for i, f in enumerate(functions)}
         ordered = tuple(sorted(edits.values(), key=lambda e: order[e.object_id]))
-        return Plan(ordered, meta={"summarised": summarised})
+        return Plan(ordered, meta=meta)
+
+    def _summary(self, ctx: PrefixContext, f: ContextObject, reason: str) -> Edit:
+        note = summary_line(ctx, f, self.params.args_chars, self.params.digest_chars)
+        return Edit(f.id, "fold", note=note, route=False, reason=reason)
+
+    def _saving(self, ctx: PrefixContext, edit: Edit) -> int:
+        if edit.action == "fold":
+            return sel.replaced_saving(ctx, ctx.index[edit.object_id], edit.note or "")
+        return mask_saving(ctx, edit)
+
+    def _summaries(
+        self, ctx: PrefixContext, edits: dict[str, Edit], saving: dict[str, int]
+    ) -> Iterator[tuple[Edit, int]]:
+        """The last resort under a budget: summarise the oldest tool uses not yet summarised
+        (what each frees beyond its mask, if it has one)."""
+        for f in sel.editable_functions(ctx):
+            current = edits.get(f.id)
+            if current is not None and current.action == "fold":
+                continue
+            edit = self._summary(ctx, f, "budget")
+            yield edit, self._saving(ctx, edit) - saving.get(f.id, 0)

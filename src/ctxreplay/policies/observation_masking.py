@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
+from .budget import BudgetParams, need_for, not_triggered, spend, with_budget
 
 _PREFIX = "Old environment output: ("
 
@@ -34,6 +36,26 @@ def observation_masks(
     return edits
 
 
+def mask_saving(ctx: PrefixContext, edit: Edit) -> int:
+    """Tokens a mask edit of ``observation_masks`` frees (the placeholder replaces the body)."""
+    return sel.replaced_saving(ctx, ctx.index[edit.object_id], edit.placeholder or "")
+
+
+def window_masks(
+    ctx: PrefixContext, planned: dict[str, Edit], keep_first: bool
+) -> Iterator[tuple[Edit, int]]:
+    """Budget candidates once the window rule is applied: every other observation, oldest first
+    (the window shrinks; the most recent is the last to go; the first stays with ``keep_first``)."""
+    functions = ctx.index.functions()
+    first = functions[0].id if keep_first and functions else None
+    for f in sel.editable_functions(ctx):
+        if f.id in planned or f.id == first or _already_masked(ctx, f):
+            continue
+        text = masked_observation(sel.result_body(ctx, f))
+        edit = Edit(f.id, "prune", placeholder=text, reason="budget")
+        yield edit, mask_saving(ctx, edit)
+
+
 def _already_masked(ctx: PrefixContext, f: ContextObject) -> bool:
     body = sel.result_body(ctx, f)
     return body.startswith(_PREFIX) and body.endswith(" lines omitted)") and "\n" not in body
@@ -55,17 +77,36 @@ class ObservationMasking(Policy):
     OpenHands' ``attention_window``; ``keep_first`` keeps the first observation;
     ``trigger_tokens``: the prefix must hold at least this many tokens (the study masks always:
     default 0).
+
+    Budget (``target``/``budget``, ``policies/budget.py``): the observations outside the window
+    are masked as above; if that frees less than the need, the window shrinks: the observations
+    inside it are masked too, oldest first, until the need is met (the most recent is the last
+    to go; the first stays when ``keep_first``). ``trigger_tokens`` still gates the edit.
     """
 
     @dataclass(frozen=True)
-    class Params:
+    class Params(BudgetParams):
         keep: int = 10
         keep_first: bool = True
         trigger_tokens: int = 0
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params
+        need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
-            return Plan()
+            return Plan(meta=not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens"))
         edits = observation_masks(ctx, p.keep, p.keep_first, "outside_window")
-        return Plan(tuple(edits.values()))
+        if not need.active:
+            return Plan(tuple(edits.values()))
+        extra = spend(
+            window_masks(ctx, edits, p.keep_first),
+            need,
+            planned=sum(mask_saving(ctx, e) for e in edits.values()),
+            why="every observation is masked"
+            + (" but the first (keep_first)" if p.keep_first else "")
+            + "; call envelopes, placeholders and the latest user message stay",
+        )
+        edits.update((e.object_id, e) for e in extra.edits)
+        order = {f.id: i for i, f in enumerate(ctx.index.functions())}
+        ordered = tuple(sorted(edits.values(), key=lambda e: order[e.object_id]))
+        return Plan(ordered, meta=with_budget({}, need, extra.planned, extra.reason))

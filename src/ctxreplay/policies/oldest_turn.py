@@ -10,6 +10,7 @@ from ..replay.plan import Edit, Plan
 from ..replay.view import fold_pointer, make_archive
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
+from .budget import BudgetParams, need_for, not_triggered, spend, with_budget
 
 
 @policy("oldest-turn")
@@ -31,10 +32,17 @@ class OldestTurn(Policy):
     Self-GC's folding baseline); ``target_ratio`` the condensers' target size as a fraction of
     the prefix; ``keep_last_steps`` the recent window; ``trigger_tokens`` the condenser's
     ``max_size`` expressed in tokens.
+
+    Budget (``target``/``budget``, ``policies/budget.py``): when either is set, the need replaces
+    ``target_ratio``: units are removed in the same order until the need is met (``target`` is
+    a fraction of the editable tokens, not of the prefix), and if the old units are not enough
+    the recent window shrinks: the latest turn's last ``keep_last_steps`` calls go too, oldest
+    first (the most recent is the last to go). The first and the latest user turns stay, and
+    ``trigger_tokens`` still gates the edit.
     """
 
     @dataclass(frozen=True)
-    class Params:
+    class Params(BudgetParams):
         mode: Literal["prune", "fold"] = "prune"
         target_ratio: float = 0.5
         trigger_tokens: int = 0
@@ -43,12 +51,26 @@ class OldestTurn(Policy):
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params
         total = ctx.tokens
+        need = need_for(ctx, p)
         if total <= 0 or total < p.trigger_tokens:
-            return Plan()
+            return Plan(meta=not_triggered(need, total, p.trigger_tokens, "trigger_tokens"))
+        units, recent = self._units(ctx)
+        if need.active:
+            spent = spend(
+                (
+                    (Edit(unit.id, p.mode, reason=reason), self._saving(ctx, unit))
+                    for unit, reason in units + [(f, "budget") for f in recent]
+                ),
+                need,
+                why="only the system prompt, the first and the latest user turns, and what "
+                "rehearsal would refuse stay",
+            )
+            meta = {"estimated_tokens": total - spent.planned, "target_tokens": total - need.tokens}
+            return Plan(spent.edits, meta=with_budget(meta, need, spent.planned, spent.reason))
         target = p.target_ratio * total
         estimate = total
         edits: list[Edit] = []
-        for unit, reason in self._units(ctx):
+        for unit, reason in units:
             if estimate <= target:
                 break
             saving = self._saving(ctx, unit)
@@ -58,7 +80,11 @@ class OldestTurn(Policy):
             estimate -= saving
         return Plan(tuple(edits), meta={"estimated_tokens": estimate, "target_tokens": target})
 
-    def _units(self, ctx: PrefixContext) -> list[tuple[ContextObject, str]]:
+    def _units(
+        self, ctx: PrefixContext
+    ) -> tuple[list[tuple[ContextObject, str]], list[ContextObject]]:
+        """Removable units in order (old turns, then old steps of the latest turn), and the
+        latest turn's recent steps (oldest first) that only a budget removes."""
         turns = ctx.index.turns()
         old = [
             t
@@ -70,7 +96,7 @@ class OldestTurn(Policy):
         steps = [f for f in sel.editable_functions(ctx) if f.parent == latest]
         recent = sel.most_recent(steps, self.params.keep_last_steps)
         units += [(f, "oldest_step_of_latest_turn") for f in steps if f.id not in recent]
-        return units
+        return units, [f for f in steps if f.id in recent]
 
     def _saving(self, ctx: PrefixContext, obj: ContextObject) -> int:
         if self.params.mode == "prune":

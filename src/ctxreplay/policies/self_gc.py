@@ -27,6 +27,8 @@ from ._selfgc_prompt import (
     render_plan_prompt,
 )
 from .base import CommitDecision, Policy, PrefixContext, policy
+from .budget import BudgetParams, Need, need_for, spend, with_budget
+from .need import Estimate, predict, priority
 
 #: rehearsal reasons that mean the planner named something that is not an object of the prefix
 INVALID_REASONS = frozenset({"unknown_id", "not_target"})
@@ -81,6 +83,15 @@ class SelfGC(ModelPlannerMixin, Policy):
 
     Everything else is kept. Planner cost L_GC is 0 for rules.
 
+    With a ``target`` (a share of the editable tokens to remove) or a ``budget`` (tokens the
+    view must fit in), the rules planner spends it by predicted need (``need.py``, prefix
+    only): stale results (superseded, failed attempts, file views a later edit replaced) are
+    pruned and JSON output is compacted losslessly whatever the need; then, outside the last
+    ``keep_recent`` tool uses, the results least likely to be needed again — old, not acted on
+    by later calls, already restated by the agent — are masked (long logs) or folded behind a
+    pointer, until the need is met (``plan.meta["budget"]`` records it, or why not). Such a plan
+    is committed at once under the threshold rule: the budget is the user's decision.
+
     The ``llm`` planner asks a model on a side channel — a request of its own (instructions +
     the rendered object index, :mod:`._selfgc_prompt`) that never enters the agent's history —
     for one ``above_conversation_summary`` and a plan of grouped fold/mask/prune steps over
@@ -121,7 +132,7 @@ class SelfGC(ModelPlannerMixin, Policy):
     """
 
     @dataclass(frozen=True)
-    class Params(ModelParams, SelfGCSettings):
+    class Params(ModelParams, SelfGCSettings, BudgetParams):
         """The planner and commit settings first, then the llm planner's endpoint."""
 
     # --- plan -----------------------------------------------------------------------------
@@ -129,6 +140,9 @@ class SelfGC(ModelPlannerMixin, Policy):
     def plan(self, ctx: PrefixContext) -> Plan:
         if self.params.planner == "llm":
             return self._plan_llm(ctx)
+        need = need_for(ctx, self.params)
+        if need.active:
+            return self._plan_budget(ctx, need)
         functions = ctx.index.functions()
         recent = sel.most_recent(functions, self.params.keep_recent)
         edits: list[Edit] = []
@@ -139,6 +153,42 @@ class SelfGC(ModelPlannerMixin, Policy):
             if edit is not None:
                 edits.append(edit)
         return Plan(tuple(edits), meta={"planner": "rules", "l_gc": 0.0})
+
+    def _plan_budget(self, ctx: PrefixContext, need: Need) -> Plan:
+        """With a ``target`` or ``budget``: need prediction (``need.py``) chooses what goes.
+        Stale results are pruned and structured output compacted whatever the need; then the
+        results least likely to be needed again are masked (long logs) or folded behind a
+        pointer (recoverable), least needed first, until the need is met."""
+        p = self.params
+        recent = sel.most_recent(ctx.index.functions(), p.keep_recent)
+        candidates = [f for f in sel.editable_functions(ctx) if f.id not in recent]
+        estimates = predict(
+            ctx,
+            candidates,
+            log_min_lines=p.log_min_lines,
+            log_shape_ratio=p.log_shape_ratio,
+            mask_ratio=p.mask_ratio,
+        )
+        order = priority(estimates)
+        free = [e for e in order if e.action in ("prune", "compact") and e.saving > 0]
+        planned = sum(e.saving for e in free)
+        spent = spend(
+            ((e, e.saving) for e in order if e not in free),
+            need,
+            planned=planned,
+            why="every other result is among the last keep_recent or frees nothing",
+        )
+        chosen = [*free, *spent.edits]
+        edits = tuple(self._estimate_edit(ctx, e) for e in chosen)
+        meta = {"planner": "rules", "l_gc": 0.0, "need_prediction": True}
+        return Plan(edits, meta=with_budget(meta, need, spent.planned, spent.reason))
+
+    def _estimate_edit(self, ctx: PrefixContext, e: Estimate) -> Edit:
+        reason = f"{e.reason} (need {e.score:.2f})"
+        if e.action == "mask":
+            keep = int(len(sel.result_body(ctx, e.obj)) * self.params.mask_ratio)
+            return Edit(e.obj.id, "mask", head=keep, tail=keep, reason=reason)
+        return Edit(e.obj.id, e.action, reason=reason)
 
     def _rule(
         self, ctx: PrefixContext, f: ContextObject, functions: list[ContextObject]
@@ -248,6 +298,8 @@ class SelfGC(ModelPlannerMixin, Policy):
     ) -> CommitDecision:
         p = self.params
         prefix = ctx.tokens
+        if "budget" in plan.meta and p.commit_rule == "threshold":
+            return CommitDecision(True, "budget: the target or budget asks for this removal")
         if p.commit_rule == "threshold":
             pruning = rehearsal.estimated_saving / prefix if prefix else 0.0
             if pruning > p.commit_threshold:

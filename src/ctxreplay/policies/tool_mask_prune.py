@@ -9,6 +9,7 @@ from ..replay.plan import Edit, Plan
 from ..replay.view import mask_text
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
+from .budget import BudgetParams, Need, need_for, not_triggered, spend, with_budget
 
 
 @policy("tool-mask+prune")
@@ -35,10 +36,16 @@ class ToolMaskPrune(Policy):
     the prefix here, OpenClaw's is of the context window); ``placeholder`` ↔
     ``hardClear.placeholder``; ``exclude_tools`` ↔ ``tools.deny``; ``trigger_tokens``: the
     prefix must hold at least this many tokens.
+
+    Budget (``target``/``budget``, ``policies/budget.py``): step 1 masks large bodies as above;
+    the need then replaces ``target_ratio`` as the stop of step 2 (hard-clear the oldest results
+    outside the window until the need is met); if that is not enough the recent window shrinks:
+    its results are cleared too, oldest first (the most recent is the last to go). Excluded
+    tools stay, and ``trigger_tokens`` still gates the edit.
     """
 
     @dataclass(frozen=True)
-    class Params:
+    class Params(BudgetParams):
         keep: int = 3
         min_chars: int = 4000
         head_ratio: float = 0.1
@@ -53,8 +60,9 @@ class ToolMaskPrune(Policy):
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params
         total = ctx.tokens
+        need = need_for(ctx, p)
         if total <= 0 or total < p.trigger_tokens:
-            return Plan()
+            return Plan(meta=not_triggered(need, total, p.trigger_tokens, "trigger_tokens"))
         functions = ctx.index.functions()
         recent = sel.most_recent(functions, p.keep)
         old = [
@@ -73,6 +81,8 @@ class ToolMaskPrune(Policy):
             if saving > 0:
                 edits[f.id] = Edit(f.id, "mask", head=head, tail=tail, reason="soft_trim")
                 savings[f.id] = saving
+        if need.active:
+            return self._spend(ctx, need, old, recent, edits, savings)
         estimate = total - sum(savings.values())
         target = p.target_ratio * total
         for f in old:
@@ -87,6 +97,47 @@ class ToolMaskPrune(Policy):
             estimate -= gained
         ordered = tuple(edits[f.id] for f in old if f.id in edits)
         return Plan(ordered, meta={"estimated_tokens": estimate, "target_tokens": target})
+
+    def _spend(
+        self,
+        ctx: PrefixContext,
+        need: Need,
+        old: list[ContextObject],
+        recent: set[str],
+        edits: dict[str, Edit],
+        savings: dict[str, int],
+    ) -> Plan:
+        """Under a target or budget: hard-clear the oldest results outside the window (what each
+        frees beyond its mask), then the window's, oldest first, until the need is met."""
+        p = self.params
+        clears = spend(
+            (
+                (self._clear(f, "hard_clear"), self._clear_saving(ctx, f) - savings.get(f.id, 0))
+                for f in old
+            ),
+            need,
+            planned=sum(savings.values()),
+        )
+        excluded = set(p.exclude_tools)
+        window = [
+            f for f in sel.editable_functions(ctx) if f.id in recent and f.tool_name not in excluded
+        ]
+        more = spend(
+            ((self._clear(f, "budget"), self._clear_saving(ctx, f)) for f in window),
+            need,
+            planned=clears.planned,
+            why="every clearable tool result is cleared; call envelopes, placeholders, excluded "
+            "tools and the latest user message stay",
+        )
+        for e in (*clears.edits, *more.edits):
+            edits[e.object_id] = e
+        ordered = tuple(edits[f.id] for f in ctx.index.functions() if f.id in edits)
+        total = ctx.tokens
+        meta = {"estimated_tokens": total - more.planned, "target_tokens": total - need.tokens}
+        return Plan(ordered, meta=with_budget(meta, need, more.planned, more.reason))
+
+    def _clear(self, f: ContextObject, reason: str) -> Edit:
+        return Edit(f.id, "prune", placeholder=self.params.placeholder, reason=reason)
 
     def _head_tail(self, length: int) -> tuple[int, int]:
         p = self.params

@@ -8,6 +8,7 @@ from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
+from .budget import BudgetParams, need_for, not_triggered, spend, with_budget
 
 
 @policy("tool-prune")
@@ -33,10 +34,16 @@ class ToolPrune(Policy):
     placeholder, or is no longer than it, is not cleared (nothing would be freed). OpenCode
     also never prunes inside the two most recent user turns and stops at an earlier compaction
     boundary; neither is modelled (``keep``/``protect_tokens`` bound the recent window).
+
+    Budget (``target``/``budget``, ``policies/budget.py``): the results outside the recent window
+    are cleared as above; if that frees less than the need, the recent window shrinks: results
+    inside it are cleared too, oldest first, until the need is met (the most recent result is the
+    last to go). Excluded tools, results already cleared and results carried by the latest user
+    message stay. ``clear_at_least`` and ``trigger_tokens`` still gate the whole edit.
     """
 
     @dataclass(frozen=True)
-    class Params:
+    class Params(BudgetParams):
         keep: int = 3
         protect_tokens: int | None = None
         exclude_tools: tuple[str, ...] = ()
@@ -46,42 +53,65 @@ class ToolPrune(Policy):
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params
+        need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
-            return Plan()
-        candidates = self._candidates(ctx)
+            return Plan(meta=not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens"))
+        old, recent = self._candidates(ctx)
         edits: list[Edit] = []
         freed = 0
-        for obj in candidates:
+        for obj in old:
             saving = sel.replaced_saving(ctx, obj, p.placeholder)
             if saving <= 0:
                 continue
             freed += saving
-            edits.append(Edit(obj.id, "prune", placeholder=p.placeholder, reason="outside_recent"))
+            edits.append(self._clear(obj, "outside_recent"))
+        reason = None
+        if need.active:
+            extra = spend(
+                (
+                    (self._clear(f, "budget"), sel.replaced_saving(ctx, f, p.placeholder))
+                    for f in recent
+                ),
+                need,
+                planned=freed,
+                why="every clearable tool result is cleared; call envelopes, placeholders, "
+                "excluded tools and the latest user message stay",
+            )
+            edits += extra.edits
+            freed, reason = extra.planned, extra.reason
         if freed < p.clear_at_least:
-            return Plan(meta={"freed_tokens": freed, "skipped": "clear_at_least"})
-        return Plan(tuple(edits), meta={"freed_tokens": freed})
+            meta = {"freed_tokens": freed, "skipped": "clear_at_least"}
+            skipped = f"no edit: {freed:,} tokens freed < clear_at_least={p.clear_at_least:,}"
+            return Plan(meta=with_budget(meta, need, 0, f"{need.describe()}; {skipped}"))
+        order = {f.id: i for i, f in enumerate(ctx.index.functions())}
+        edits.sort(key=lambda e: order[e.object_id])
+        return Plan(tuple(edits), meta=with_budget({"freed_tokens": freed}, need, freed, reason))
 
-    def _candidates(self, ctx: PrefixContext) -> list[ContextObject]:
+    def _clear(self, obj: ContextObject, reason: str) -> Edit:
+        return Edit(obj.id, "prune", placeholder=self.params.placeholder, reason=reason)
+
+    def _candidates(self, ctx: PrefixContext) -> tuple[list[ContextObject], list[ContextObject]]:
+        """Clearable results outside the recent window, and those inside it (oldest first)."""
         p = self.params
         functions = ctx.index.functions()
         editable = {f.id for f in sel.editable_functions(ctx)}
         excluded = set(p.exclude_tools)
         if p.protect_tokens is None:
             recent = sel.most_recent(functions, p.keep)
-            old = [f for f in functions if f.id not in recent]
+            old = {f.id for f in functions if f.id not in recent}
         else:
-            old, total = [], 0
+            old, total = set(), 0
             for f in reversed(functions):
                 if f.tool_name in excluded:
                     continue
                 total += sel.body_tokens(ctx, f)
                 if total > p.protect_tokens:
-                    old.append(f)
-            old.reverse()
-        return [
+                    old.add(f.id)
+        clearable = [
             f
-            for f in old
+            for f in functions
             if f.id in editable
             and f.tool_name not in excluded
             and sel.result_body(ctx, f) != p.placeholder
         ]
+        return [f for f in clearable if f.id in old], [f for f in clearable if f.id not in old]

@@ -39,6 +39,7 @@ from ..datasets.schema import PART, part_to_row, row_to_part
 from ..datasets.store import Corpus, created_at
 from ..datasets.tokenizer import get_tokenizer
 from ..policies.base import Policy, PrefixContext, make_policy, rebuild_policy
+from ..policies.budget import editable_tokens
 from .cost import case_cost, load_tariff
 from .objects import ObjectIndex, build_index, part_tokens
 from .outcome import Outcome, replay_case
@@ -59,6 +60,11 @@ FIGURES = pa.schema(
         ("view_messages", pa.int32()),
         ("view_tokens", pa.int64()),
         ("pruning_rate", pa.float64()),
+        # tokens a policy may touch (prefix minus system/developer messages and the protected
+        # latest user message) and the share of them removed; null in runs written before
+        ("editable_tokens", pa.int64()),
+        ("editable_pruning", pa.float64()),
+        ("budget_note", pa.string()),  # why a target/budget was not met (Plan.meta["budget"])
         ("n_objects", pa.int32()),
         ("n_fold", pa.int32()),
         ("n_mask", pa.int32()),
@@ -267,6 +273,8 @@ def outcome_rows(
     cost = case_cost(
         ctx.messages, view.messages, first_edit, future, tariff, float(planner.get("usd") or 0.0)
     )
+    editable = editable_tokens(ctx)
+    budget = planner.get("budget") if isinstance(planner.get("budget"), dict) else {}
     figures = {
         "policy": outcome.policy,
         "policy_name": name,
@@ -278,6 +286,9 @@ def outcome_rows(
         "view_messages": len(view.messages),
         "view_tokens": view.tokens,
         "pruning_rate": view.pruning_rate,
+        "editable_tokens": editable,
+        "editable_pruning": editable_pruning(view.prefix_tokens, view.tokens, editable),
+        "budget_note": None if budget.get("met", True) else budget.get("reason"),
         "n_objects": len(ctx.index.objects),
         "n_fold": counts["fold"],
         "n_mask": counts["mask"],
@@ -365,6 +376,14 @@ def outcome_rows(
         "summary": outcome.plan.summary if outcome.committed else None,
     }
     return figures, decisions, views
+
+
+def editable_pruning(prefix_tokens: int, view_tokens: int, editable: int) -> float:
+    """Tokens the view removed as a share of the editable tokens (0 when there are none),
+    bounded to [0, 1] like the plain pruning rate."""
+    if editable <= 0:
+        return 0.0
+    return max(0.0, min(1.0, (prefix_tokens - view_tokens) / editable))
 
 
 def first_difference(prefix: Sequence[Message], view: Sequence[Message]) -> int | None:
@@ -626,6 +645,18 @@ def _manifest(
 # --- reading a run back -------------------------------------------------------------------
 
 
+def _read_table(table: str, files: Path) -> pl.DataFrame:
+    """One policy's chunks of a table. Figures gain columns over versions: chunks written
+    before a column existed read it as null (and columns this version does not know are left
+    out), so a run made by an older version still reads, even half resumed by a newer one."""
+    if table != "figures":
+        return pl.read_parquet(files)
+    schema = pl.from_arrow(FIGURES.empty_table()).schema  # type: ignore[union-attr]
+    return pl.scan_parquet(
+        files, schema=schema, missing_columns="insert", extra_columns="ignore"
+    ).collect()
+
+
 class Run:
     """A run folder, read back."""
 
@@ -655,7 +686,7 @@ class Run:
     def table(self, table: str, policy: str | None = None) -> pl.DataFrame:
         labels = [self.resolve_policy(policy)] if policy else self.policies
         frames = [
-            pl.read_parquet(self.path / table / slug(label) / "*.parquet")
+            _read_table(table, self.path / table / slug(label) / "*.parquet")
             for label in labels
             if (self.path / table / slug(label)).exists()
         ]

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from .objects import ContextObject, ObjectIndex
 
-Action = Literal["keep", "fold", "mask", "prune"]
-ACTIONS: tuple[str, ...] = ("keep", "fold", "mask", "prune")
+Action = Literal["keep", "fold", "mask", "prune", "compact"]
+ACTIONS: tuple[str, ...] = ("keep", "fold", "mask", "prune", "compact")
 
 #: why rehearsal dropped an edit
 DROP_REASONS = {
@@ -131,8 +131,8 @@ def rehearse(plan: Plan, index: ObjectIndex) -> Rehearsal:
         if edit.action == "keep":
             accepted.append(edit)
             continue
-        if edit.action == "mask" and obj.kind != "function":
-            drop(edit, "not_applicable", "mask applies to tool results")
+        if edit.action in ("mask", "compact") and obj.kind != "function":
+            drop(edit, "not_applicable", f"{edit.action} applies to tool results")
             continue
         clash = _overlap(obj, edited_spans, index)
         if clash is not None:
@@ -183,7 +183,7 @@ def _saving(obj: ContextObject, edit: Edit) -> int:
     if edit.action == "mask":
         kept = (edit.head or 0) + (edit.tail or 0)
         return int(obj.tokens * max(0.0, 1 - kept / max(obj.result_chars, 1)))
-    return 0
+    return 0  # a compaction's saving depends on the body: counted once the view is committed
 
 
 class PlannerError(RuntimeError):

@@ -6,7 +6,8 @@ payloads a fold created). Nothing is written here; the engine stores archives in
 Rules that keep the view a valid provider request:
 - a pruned function loses its result *and* its call envelope; an assistant message left with no
   parts is dropped (connective text normalised);
-- a prune with a placeholder, a mask and a fold keep the envelope and replace the result body;
+- a prune with a placeholder, a mask, a compaction (``compact.py``: JSON on one line, empty
+  fields dropped and counted) and a fold keep the envelope and replace the result body;
 - a folded user turn is replaced by one pointer message; a pruned one disappears whole;
 - the pointer is a control-plane block (``<ctxreplay:folded …>``), never assistant prose.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from ..datasets.messages import Message, Part
 from ..datasets.schema import part_to_row
+from .compact import compact_json
 from .objects import ContextObject, ObjectIndex, part_tokens
 from .plan import Edit, Rehearsal
 
@@ -271,6 +273,11 @@ def _plan_function_edit(
         head = edit.head if edit.head is not None else len(body) // 10
         tail = edit.tail if edit.tail is not None else len(body) // 10
         part_edit[result_key] = replace(result, content=mask_text(body, head, tail, count))
+        return
+    if edit.action == "compact":
+        compacted = compact_json(result.content or "")
+        if compacted is not None:
+            part_edit[result_key] = replace(result, content=compacted)
         return
     if edit.action == "fold":
         handle = (handles or {}).get(obj.id)

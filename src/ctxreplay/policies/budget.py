@@ -1,0 +1,225 @@
+"""How much to remove: one budget surface shared by every policy.
+
+Each heuristic policy has its own rule for what to edit (a recent window, a size target, a
+trigger). ``BudgetParams`` adds the same two knobs to all of them, so policies can be compared at
+the same removal:
+
+- ``target`` — remove at least this fraction of the *editable* tokens (``editable_tokens``: the
+  prefix minus system/developer messages and minus the protected latest user message);
+- ``budget`` — the view must fit in this many tokens.
+
+The need is the larger of the two (``tokens_to_remove``). Each policy maps it onto its own order
+(documented in its docstring): it spends candidate edits, most expendable first, until the need
+is met (``spend``), and records the outcome in ``Plan.meta["budget"]``::
+
+    {"need": 2048, "planned": 1310, "met": False,
+     "reason": "target 0.40 of 5,120 editable tokens needs 2,048; only 1,310 removable: ..."}
+
+With both knobs at 0 (the defaults) a policy behaves exactly as its own rule says and records
+nothing. Trigger parameters keep their meaning: a trigger not reached still means no edit (the
+budget record then says so).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from ..replay.objects import ObjectIndex
+from .base import PrefixContext
+
+#: roles that always stay in the view (never objects, never counted as editable)
+ALWAYS_KEPT_ROLES = ("system", "developer")
+
+#: the default explanation of a shortfall
+KEPT_BY_RULES = "every remaining object is protected or kept by the policy's rules"
+
+
+@dataclass(frozen=True)
+class BudgetParams:
+    """Parameters every heuristic policy shares: how much to remove, whatever its own rule."""
+
+    target: float = 0.0
+    """Remove at least this fraction (0–1) of the editable tokens (the prefix minus system and
+    developer messages and the protected latest user message); 0 = the policy's own rule."""
+
+    budget: int = 0
+    """The view must fit in this many tokens (remove prefix tokens − budget); 0 = no budget."""
+
+    def __post_init__(self) -> None:
+        check_budget(self)
+        parent = getattr(super(), "__post_init__", None)  # cooperate with other Params mixins
+        if parent is not None:
+            parent()
+
+
+def check_budget(params: Any) -> None:
+    """Raise ValueError, naming the parameter, for a target or budget out of range."""
+    target, budget = getattr(params, "target", 0.0), getattr(params, "budget", 0)
+    if isinstance(target, bool) or not isinstance(target, int | float):
+        raise ValueError(f"target must be a number in [0, 1]; got {target!r}")
+    if math.isnan(target) or not 0.0 <= target <= 1.0:
+        raise ValueError(
+            f"target must be a fraction of the editable tokens in [0, 1]; got {target!r}"
+        )
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise ValueError(f"budget must be a whole number of tokens >= 0; got {budget!r}")
+    if budget < 0:
+        raise ValueError(f"budget must be a number of tokens >= 0 (0 = none); got {budget!r}")
+
+
+# --- what may be edited ---------------------------------------------------------------------
+
+
+def protected_messages(index: ObjectIndex) -> frozenset[int]:
+    """Prefix positions no policy may change: the message carrying the latest user turn's words
+    (its execution span is not protected: policies keep recent calls by their own rules)."""
+    if index.latest_turn is None:
+        return frozenset()
+    return frozenset(index[index.latest_turn].messages[:1])
+
+
+def editable_tokens(ctx: PrefixContext) -> int:
+    """Prefix tokens a policy may touch: all of them minus system/developer messages and minus
+    the protected latest user message (with any tool results it carries)."""
+    protected = protected_messages(ctx.index)
+    return sum(
+        m.tokens
+        for i, m in enumerate(ctx.messages)
+        if i not in protected and m.role not in ALWAYS_KEPT_ROLES
+    )
+
+
+# --- how much to remove ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Need:
+    """Tokens a policy must remove from one prefix, and where the number comes from."""
+
+    tokens: int
+    prefix: int
+    editable: int
+    target: float = 0.0
+    budget: int = 0
+
+    @property
+    def active(self) -> bool:
+        """Whether a target or budget is set (else the policy follows its own rule only)."""
+        return self.target > 0 or self.budget > 0
+
+    @property
+    def by_target(self) -> int:
+        return _ceil(self.target * self.editable) if self.target > 0 else 0
+
+    @property
+    def by_budget(self) -> int:
+        return max(0, self.prefix - self.budget) if self.budget > 0 else 0
+
+    def describe(self) -> str:
+        """``target 0.40 of 5,120 editable tokens needs 2,048`` (the binding one of the two)."""
+        if self.budget > 0 and self.by_budget >= self.by_target:
+            return (
+                f"budget {self.budget:,} for a {self.prefix:,}-token prefix needs {self.tokens:,}"
+            )
+        return (
+            f"target {self.target:.2f} of {self.editable:,} editable tokens needs {self.tokens:,}"
+        )
+
+
+def _ceil(x: float) -> int:
+    # 0.3 × 1000 is 300.00000000000006 in floating point: that is 300 tokens, not 301
+    return math.ceil(round(x, 6))
+
+
+def need_for(ctx: PrefixContext, params: Any) -> Need:
+    """The need of ``params`` (any Params; those without the budget fields need nothing)."""
+    target = float(getattr(params, "target", 0.0) or 0.0)
+    budget = int(getattr(params, "budget", 0) or 0)
+    need = Need(0, ctx.tokens, editable_tokens(ctx), target, budget)
+    return Need(max(need.by_target, need.by_budget), need.prefix, need.editable, target, budget)
+
+
+def tokens_to_remove(ctx: PrefixContext, params: Any) -> int:
+    """max(ceil(target × editable tokens), prefix tokens − budget if budget else 0)."""
+    return need_for(ctx, params).tokens
+
+
+# --- spending candidate edits ---------------------------------------------------------------
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Spending(Generic[T]):
+    """The edits ``spend`` chose, the tokens planned in all, and why the need is not met."""
+
+    edits: tuple[T, ...]
+    planned: int
+    met: bool
+    reason: str | None = None
+
+
+def shortfall(need: Need | int, planned: int, why: str = KEPT_BY_RULES) -> str:
+    """The sentence recorded when a plan falls short of its need."""
+    asked = need.describe() if isinstance(need, Need) else f"the budget needs {need:,}"
+    return f"{asked}; only {planned:,} removable: {why}"
+
+
+def spend(
+    candidates: Iterable[tuple[T, int]],
+    need: Need | int,
+    *,
+    planned: int = 0,
+    why: str = KEPT_BY_RULES,
+) -> Spending[T]:
+    """Take candidate edits in the given (priority) order until ``need`` tokens are planned.
+
+    ``candidates``: (edit, tokens it frees beyond what is already planned for its object), most
+    expendable first; an edit is usually an ``Edit`` (any planner item will do). They are read
+    lazily: a generator is not read past the edit that meets the need. Candidates that free
+    nothing are skipped. ``planned``: tokens already freed by the policy's own rule. When the
+    candidates run out first, ``reason`` says by how much and ``why``.
+    """
+    tokens = need.tokens if isinstance(need, Need) else need
+    chosen: list[T] = []
+    if planned < tokens:
+        for edit, saving in candidates:
+            if saving <= 0:
+                continue
+            chosen.append(edit)
+            planned += saving
+            if planned >= tokens:
+                break
+    met = planned >= tokens
+    return Spending(tuple(chosen), planned, met, None if met else shortfall(need, planned, why))
+
+
+def budget_meta(need: Need, planned: int, reason: str | None = None) -> dict[str, Any]:
+    """``Plan.meta["budget"]``: the need, the tokens planned, whether it is met, and why not."""
+    met = planned >= need.tokens
+    if not met and reason is None:
+        reason = shortfall(need, planned)
+    return {"need": need.tokens, "planned": planned, "met": met, "reason": None if met else reason}
+
+
+def with_budget(
+    meta: dict[str, Any], need: Need, planned: int, reason: str | None = None
+) -> dict[str, Any]:
+    """``meta`` plus the budget record when a target or budget is set (unchanged otherwise)."""
+    if not need.active:
+        return meta
+    return {**meta, "budget": budget_meta(need, planned, reason)}
+
+
+def not_triggered(need: Need, prefix: int, trigger: int, name: str) -> dict[str, Any]:
+    """The plan meta of a policy whose trigger was not reached (no edit, whatever the need)."""
+    return with_budget(
+        {},
+        need,
+        0,
+        f"{need.describe()}; no edit: the prefix holds {prefix:,} tokens, below {name}={trigger:,}",
+    )
