@@ -305,6 +305,83 @@ def replay_cmd(
     click.echo(summary.render())
 
 
+@main.command("sweep")
+@click.argument("corpus", type=click.Path(exists=True, path_type=Path))
+@click.option("--cases", "cases", required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="Run folder."
+)
+@click.option(
+    "--grid",
+    "grids",
+    multiple=True,
+    required=True,
+    help="family:param=values[;param=values] — values a,b,c · a..b (integers) · a..b/step; "
+    "repeatable; the family's defaults are always a point.",
+)
+@click.option(
+    "--policy", "policy_specs", multiple=True, help="Extra policies to include (e.g. noop)."
+)
+@click.option(
+    "--judge",
+    "judge_spec",
+    default=DEFAULT_JUDGE,
+    show_default=True,
+    help="The judge every point is judged with.",
+)
+@click.option(
+    "--labels",
+    default=None,
+    help="deps:LABELS — also judge every point with the gold dependency labels "
+    "(strict, whitespace, recovery) and calibrate the judge against them.",
+)
+@click.option("--workers", type=int, default=2, show_default=True)
+@click.option("--quiet", is_flag=True)
+def sweep_cmd(
+    corpus: Path,
+    cases: Path,
+    out: Path,
+    grids: tuple[str, ...],
+    policy_specs: tuple[str, ...],
+    judge_spec: str,
+    labels: str | None,
+    workers: int,
+    quiet: bool,
+) -> None:
+    """Replay and judge a grid of policy parameters into one run (re-runs do only new points);
+    `ctxreplay report RUN` then adds the pruning/no-impact frontier."""
+    from .datasets.cases import CaseError
+    from .judges.calibrate import parse_deps_against
+    from .judges.labels import LabelsError
+    from .registry import UnknownPluginError
+    from .replay.engine import RunError
+    from .sweep import SweepError, run_sweep
+
+    labels_path = None
+    if labels is not None:
+        try:
+            labels_path = parse_deps_against(labels)
+        except ValueError as e:
+            _fail(str(e), 2)
+        if labels_path is None:
+            _fail(f"--labels takes deps:LABELS, not {labels!r}", 2)
+    try:
+        summary = run_sweep(
+            corpus,
+            cases,
+            grids,
+            out,
+            policies=policy_specs,
+            judge=judge_spec,
+            labels=labels_path,
+            workers=workers,
+            progress=not quiet,
+        )
+    except (SweepError, LabelsError, RunError, CaseError, UnknownPluginError, ValueError) as e:
+        _fail(str(e), 2)
+    click.echo(summary.render())
+
+
 @main.command("show")
 @click.argument("run", type=click.Path(exists=True, path_type=Path))
 @click.argument("case")

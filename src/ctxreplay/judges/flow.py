@@ -35,7 +35,7 @@ from typing import Any
 from ..datasets.messages import Message
 from ..replay.objects import ObjectIndex
 from .anchor import owner_of
-from .anchors import is_constraint, shared_phrase
+from .anchors import ROUTE, is_constraint, shared_phrase
 from .base import Judge, JudgeInput, Loss, Verdict, availability, judge
 from .facts import (
     KV_LINE,
@@ -473,8 +473,8 @@ _LOCATOR_KEY = re.compile(r"\b(id|ids|number|code|path|file|url|uri|email|handle
 
 
 def _category(u: Use, item: JudgeInput, blocker: str | None, hidden: bool) -> str:
-    if hidden:
-        return "recovery_routing"
+    if hidden or ROUTE.search(u.fact.text):
+        return "recovery_routing"  # archived with no visible pointer, or the way back itself
     obj = item.index.by_id.get(u.source_object or "")
     source = item.prefix[u.source]
     if u.fact.kind == "error" or (

@@ -139,6 +139,7 @@ def _no_impact_columns(
         ("unscored", lambda r: count(r["unscored"]), True),
         ("not judged", lambda r: count(r["not_judged"]), True),
         ("prune %", lambda r: num(r["pruning_pct"]), True),
+        ("editable prune %", lambda r: num(r.get("editable_pruning_pct")), True),
         ("prune 95% CI", lambda r: ci(r["pruning_lo"], r["pruning_hi"]), True),
         ("no-impact %", lambda r: num(r["no_impact_pct"]), True),
         ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
@@ -150,7 +151,32 @@ def _no_impact_columns(
             ("corrected 95% CI", lambda r: ci(r["corrected_lo"], r["corrected_hi"]), True),
         ]
     columns.append(("via recovery %", lambda r: num(r["recovery_pct"]), True))
+    columns += recovery_columns(report)
     return columns
+
+
+def recovery_columns(
+    report: Report,
+) -> list[tuple[str, Callable[[dict[str, Any]], str], bool]]:
+    """The price of recovery (``recovery.py``), shown when some policy leans on recovery."""
+    from .recovery import leans_on_recovery
+
+    if not leans_on_recovery(report.no_impact):
+        return []
+    return [
+        ("strict no-impact %", lambda r: num(r["strict_no_impact_pct"]), True),
+        ("strict 95% CI", lambda r: ci(r["strict_lo"], r["strict_hi"]), True),
+        ("recoveries/case", lambda r: num(r["recoveries_per_case"]), True),
+        ("extra requests/case", lambda r: num(r["extra_requests_per_case"]), True),
+        ("recovery tokens/case", lambda r: num(r["recovery_tokens_per_case"], 0), True),
+    ]
+
+
+def recovery_lines(report: Report) -> tuple[str, ...]:
+    """What the recovery price columns assume (none when no policy leans on recovery)."""
+    from .recovery import ASSUMPTION, leans_on_recovery
+
+    return (ASSUMPTION,) if leans_on_recovery(report.no_impact) else ()
 
 
 def displays(report: Report) -> list[Display]:
@@ -162,10 +188,13 @@ def displays(report: Report) -> list[Display]:
             "n = scored verdicts (unscored are counted and leave the denominator); pruning is the "
             "mean over all replayed cases with a session-cluster bootstrap 95% CI; no-impact has "
             "its Wilson 95% CI and a session-cluster bootstrap 95% CI; via recovery % = scored cases "
-            "whose no-impact relies on recovering a folded payload through its visible pointer.",
+            "whose no-impact relies on recovering a folded payload through its visible pointer; "
+            "editable prune % = the mean share of the editable tokens removed (the prefix minus "
+            "system/developer messages and the latest user message; – for runs written before "
+            "it was recorded).",
             _no_impact_columns(report),
             report.no_impact.to_dicts(),
-            correction_lines(report),
+            (*correction_lines(report), *recovery_lines(report)),
         ),
         _display(
             "paired",
@@ -242,6 +271,9 @@ def displays(report: Report) -> list[Display]:
             report.cost.to_dicts(),
         ),
     ]
+    from .frontier import frontier_displays
+
+    out[1:1] = frontier_displays(report)  # a sweep's frontier, right after the no-impact table
     return out
 
 
@@ -340,7 +372,9 @@ def _md_table(d: Display) -> list[str]:
     return out
 
 
-def render_markdown(report: Report, plot_href: str | None = None) -> str:
+def render_markdown(
+    report: Report, plot_href: str | None = None, frontier_href: str | None = None
+) -> str:
     m = report.meta
     lines = [
         f"# ctxreplay report: `{report.run}`",
@@ -360,6 +394,8 @@ def render_markdown(report: Report, plot_href: str | None = None) -> str:
     lines += [f"- note: {n}" for n in report.notes]
     if plot_href:
         lines += ["", f"![pruning vs no-impact]({plot_href})"]
+    if frontier_href:
+        lines += ["", f"![sweep frontier: pruning vs no-impact per family]({frontier_href})"]
     for d in displays(report):
         lines += ["", f"## {d.title}", "", d.note, "", *_md_table(d)]
         for line in d.footer:
@@ -486,6 +522,13 @@ def render_html(report: Report, png: bytes | None = None) -> str:
         f'<img class="plot" alt="pruning rate against no-impact rate, one point per policy" '
         f'src="data:image/png;base64,{img}">'
     )
+    if report.frontier is not None:
+        frontier_png = base64.b64encode(report.frontier.plot()).decode("ascii")
+        parts.append('<h2 id="frontier">Sweep frontier: pruning vs no-impact per family</h2>')
+        parts.append(
+            '<img class="plot" alt="sweep frontier: pruning against no-impact, one line per '
+            f'family, Pareto points ringed" src="data:image/png;base64,{frontier_png}">'
+        )
     for d in displays(report):
         parts.append(f'<h2 id="h-{_esc(d.key)}">{_esc(d.title)}</h2>')
         parts.append(f'<p class="note">{_esc(d.note)}</p>')
@@ -605,11 +648,21 @@ def save(report: Report, path: str | os.PathLike[str], fmt: str | None = None) -
             written.append(f)
         png = out / "tradeoff.png"
         report.plot(png)
+        if report.frontier is not None:
+            written.append(out / "frontier.png")
+            report.frontier.plot(written[-1])
         return [*written, png]
     out.parent.mkdir(parents=True, exist_ok=True)
     if fmt in ("markdown", "md"):
         png = out.with_suffix(".png")
         report.plot(png)
+        if report.frontier is not None:
+            frontier_png = out.with_name(f"{out.stem}-frontier.png")
+            report.frontier.plot(frontier_png)
+            out.write_text(
+                render_markdown(report, plot_href=png.name, frontier_href=frontier_png.name)
+            )
+            return [out, png, frontier_png]
         out.write_text(render_markdown(report, plot_href=png.name))
         return [out, png]
     out.write_text(render(report, fmt))

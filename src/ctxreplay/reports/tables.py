@@ -36,8 +36,10 @@ from ..judges.base import DEFAULT_JUDGE
 from ..judges.calibrate import CalibrationError, read_calibration, read_calibration_file
 from ..judges.engine import read_verdicts
 from ..replay.engine import Run
+from ..sweep import sweep_of
 from . import stats
 from .correction import JudgeAccuracy, corrected_interval, explanation
+from .recovery import RECOVERY_SCHEMA, add_costs, recovery_price
 
 #: Example losses kept per (policy, category) in the audit section of a report.
 EXAMPLES = 3
@@ -124,6 +126,15 @@ def _pct(x: float) -> float:
     return 100.0 * x if not math.isnan(x) else math.nan
 
 
+def _mean(frame: pl.DataFrame, column: str) -> float:
+    """Mean of a column over the rows that have it; NaN when none does (e.g. the column came
+    after the run was written)."""
+    if column not in frame.columns:
+        return math.nan
+    value = frame[column].mean()
+    return math.nan if value is None else float(value)  # type: ignore[arg-type]
+
+
 # --- (a) no-impact ----------------------------------------------------------------------------
 
 NO_IMPACT_SCHEMA = {
@@ -137,6 +148,7 @@ NO_IMPACT_SCHEMA = {
     "pruning_pct": pl.Float64,
     "pruning_lo": pl.Float64,
     "pruning_hi": pl.Float64,
+    "editable_pruning_pct": pl.Float64,  # NaN for runs written before the column existed
     "no_impact_pct": pl.Float64,
     "wilson_lo": pl.Float64,
     "wilson_hi": pl.Float64,
@@ -175,6 +187,7 @@ def no_impact_table(
     (columns of ``CORRECTED_SCHEMA``); without it those columns are absent.
     """
     schema = {**NO_IMPACT_SCHEMA, **(CORRECTED_SCHEMA if calibration is not None else {})}
+    schema.update(RECOVERY_SCHEMA)  # the price of recovery, appended at the end
     rows = []
     for policy in policies:
         frame = outcomes.filter(pl.col("policy") == policy)
@@ -233,6 +246,7 @@ def no_impact_table(
                 "pruning_pct": _pct(prune.estimate),
                 "pruning_lo": _pct(prune.low),
                 "pruning_hi": _pct(prune.high),
+                "editable_pruning_pct": _pct(_mean(frame, "editable_pruning")),
                 "no_impact_pct": _pct(w.estimate),
                 "wilson_lo": _pct(w.low),
                 "wilson_hi": _pct(w.high),
@@ -240,6 +254,7 @@ def no_impact_table(
                 "boot_hi": _pct(boot.high),
                 "recovery_pct": _pct(needs_recovery / n) if n else math.nan,
                 **corrected,
+                **recovery_price(scored, alpha),
             }
         )
     return pl.DataFrame(rows, schema=schema)
@@ -610,6 +625,7 @@ class Report:
     losses: pl.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    frontier: Any = None  # frontier.Frontier when the run is a sweep (``ctxreplay sweep``)
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """The tables a report shows, by name, in report order."""
@@ -620,6 +636,7 @@ class Report:
             "examples": self.examples,
             "cost": self.cost,
             "commit_reasons": self.commit_reasons,
+            **(self.frontier.tables() if self.frontier is not None else {}),
         }
 
     def plot(self, path: str | os.PathLike[str] | None = None) -> bytes:
@@ -719,6 +736,9 @@ def build_report(
     """
     run = _run(run_path)
     verdicts = read_verdicts(run.path)
+    sweep = sweep_of(run.manifest)
+    if judge is None and sweep is not None:
+        judge = sweep.get("judge")  # a sweep's report defaults to the judge it swept with
     label = resolve_judge(verdicts, judge)
     notes: list[str] = []
     if label is None:
@@ -737,7 +757,7 @@ def build_report(
             notes.append(f"calibration ignored: {e}")
             doc = None
         calibration = JudgeAccuracy.from_mapping(doc) if doc is not None else None
-    rows = outcomes(run, label, verdicts)
+    rows = add_costs(run, outcomes(run, label, verdicts))  # + the price of recovery per case
     policies = _order(run, rows)
     table = no_impact_table(
         rows, policies, seed=seed, n_boot=bootstrap, alpha=alpha, calibration=calibration
@@ -766,11 +786,18 @@ def build_report(
     )
     losses = losses_frame(run, rows)
     reasons = commit_reasons(rows)  # rows hold every figures column, one row per (policy, case)
+    frontier = None
+    if sweep is not None:
+        from .frontier import build_frontier
+
+        frontier = build_frontier(run, sweep, rows, label, verdicts, alpha=alpha)
+        notes.extend(frontier.notes)
     meta = _metadata(
         run,
         label,
         int(verdicts.filter(pl.col("judge") == label).height) if label else 0,
         calibration=_calibration_meta(calibration, table, bootstrap),
+        **({"sweep": frontier.meta()} if frontier is not None else {}),
         reference=reference,
         reference_chosen=chosen,
         seed=seed,
@@ -798,4 +825,5 @@ def build_report(
         losses=losses,
         meta=json.loads(json.dumps(meta, default=str)),
         notes=tuple(notes),
+        frontier=frontier,
     )

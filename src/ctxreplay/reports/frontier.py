@@ -1,0 +1,532 @@
+"""The frontier of a sweep (``ctxreplay sweep``): pruning against no-impact, point by point.
+
+For a run whose manifest records a sweep, ``build_frontier`` gives, for each *measure* — the
+report's judge, and when the sweep judged dependency labels too, the gold labels strictly
+(``gold``) and with recovery (``gold_recovery``, the ``deps`` judge's recovery variant):
+
+- ``points``: one row per sweep point — its family and setting, pruning % (the figures'
+  ``editable_pruning`` when the run has it, else ``pruning_rate``; ``pruning_column`` says which),
+  no-impact % with its Wilson 95% interval, whether it is on the Pareto set of the measure, and
+  the price of recovery (``recovery.py``: strict no-impact, recoveries, extra requests and tokens
+  per case);
+- ``levels``: for each pruning level L (0, 10, 20, … %), among the points that prune at least
+  L %, the one with the best no-impact (the *leader*; ties go to more pruning) against the best
+  point of every other family at that level: the difference in no-impact and an exact McNemar
+  test on the cases both scored, Holm-adjusted across the comparisons of that level.
+
+A point is *dominated* when another point has at least its pruning and at least its no-impact,
+one of them strictly greater; the Pareto set is the points nobody dominates. Points without a
+scored case have no no-impact and take no part.
+
+``pareto_mask`` and ``level_table`` are pure functions of frames (tested by hand); the
+``Frontier`` record also renders itself (``displays``) and draws its plot (``plot``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from . import stats
+from .recovery import ASSUMPTION, RECOVERY_SCHEMA, add_costs, leans_on_recovery, recovery_price
+
+if TYPE_CHECKING:
+    from ..replay.engine import Run
+    from .render import Display
+
+#: Width of a pruning level, in percentage points.
+LEVEL_STEP = 10.0
+
+MEASURE_TITLES = {
+    "judge": "judge {judge}",
+    "gold": "gold labels, strict",
+    "gold_recovery": "gold labels, with recovery",
+}
+
+POINTS_SCHEMA: dict[str, Any] = {
+    "measure": pl.String,
+    "judge": pl.String,
+    "family": pl.String,
+    "policy": pl.String,
+    "setting": pl.String,
+    "default": pl.Boolean,
+    "cases": pl.Int64,
+    "unscored": pl.Int64,
+    "n": pl.Int64,
+    "no_impact": pl.Int64,
+    "pruning_pct": pl.Float64,
+    "no_impact_pct": pl.Float64,
+    "wilson_lo": pl.Float64,
+    "wilson_hi": pl.Float64,
+    "pareto": pl.Boolean,
+    "recovery_pct": pl.Float64,
+    **RECOVERY_SCHEMA,
+}
+
+LEVELS_SCHEMA: dict[str, Any] = {
+    "measure": pl.String,
+    "level_pct": pl.Float64,
+    "leader": pl.String,
+    "leader_family": pl.String,
+    "leader_pruning_pct": pl.Float64,
+    "leader_no_impact_pct": pl.Float64,
+    "family": pl.String,  # the other family; null when no other family reaches the level
+    "rival": pl.String,
+    "rival_pruning_pct": pl.Float64,
+    "rival_no_impact_pct": pl.Float64,
+    "diff_pct": pl.Float64,  # leader − rival no-impact, percentage points
+    "n_shared": pl.Int64,
+    "b": pl.Int64,  # leader no-impact, rival impact
+    "c": pl.Int64,  # leader impact, rival no-impact
+    "p": pl.Float64,  # exact McNemar
+    "p_holm": pl.Float64,  # Holm across the comparisons of the level
+}
+
+
+# --- pure parts -----------------------------------------------------------------------------
+
+
+def pareto_mask(x: Sequence[float], y: Sequence[float]) -> list[bool]:
+    """True for each point no other point dominates (higher is better on both axes).
+
+    Point j dominates point i when x_j >= x_i and y_j >= y_i with one strictly greater; points
+    with a NaN coordinate are never on the set and dominate nothing.
+
+    >>> pareto_mask([10, 20, 30, 20], [90, 80, 50, 70])
+    [True, True, True, False]
+    """
+    pts = [
+        (float(a), float(b)) if not (_nan(a) or _nan(b)) else None
+        for a, b in zip(x, y, strict=True)
+    ]
+    out = []
+    for i, p in enumerate(pts):
+        if p is None:
+            out.append(False)
+            continue
+        dominated = any(
+            q is not None and q[0] >= p[0] and q[1] >= p[1] and (q[0] > p[0] or q[1] > p[1])
+            for j, q in enumerate(pts)
+            if j != i
+        )
+        out.append(not dominated)
+    return out
+
+
+def _nan(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _best(frame: pl.DataFrame) -> dict[str, Any]:
+    """The row with the best no-impact; ties to more pruning, then to the policy label."""
+    return frame.sort(
+        ["no_impact_pct", "pruning_pct", "policy"], descending=[True, True, False]
+    ).row(0, named=True)
+
+
+def level_table(
+    points: pl.DataFrame,
+    scored: pl.DataFrame,
+    *,
+    step: float = LEVEL_STEP,
+    alpha: float = 0.05,
+    measure: str = "judge",
+) -> pl.DataFrame:
+    """The leading point per pruning level, against the best point of each other family.
+
+    ``points``: policy, family, pruning_pct, no_impact_pct (NaN: no scored case, left out).
+    ``scored``: policy, case_id, ok (bool: no_impact) for the scored verdicts. Levels run
+    0, step, 2·step, … up to the highest pruning of a point; at level L the candidates are the
+    points pruning at least L %. b = shared cases where the leader is no-impact and the rival
+    not, c = the reverse; p = exact McNemar on (b, c); p_holm adjusts across the rivals of the
+    level. A level where no other family has a candidate has one row with the rival empty.
+    """
+    live = points.filter(pl.col("no_impact_pct").is_not_nan() & pl.col("pruning_pct").is_not_nan())
+    rows: list[dict[str, Any]] = []
+    if live.height == 0:
+        return pl.DataFrame(schema=LEVELS_SCHEMA)
+    top = float(live["pruning_pct"].max())  # type: ignore[arg-type]
+    ok_of: dict[str, dict[str, bool]] = {}
+    for r in scored.select("policy", "case_id", "ok").iter_rows(named=True):
+        ok_of.setdefault(r["policy"], {})[r["case_id"]] = bool(r["ok"])
+    k = 0
+    while k * step <= top + 1e-9:
+        level = k * step
+        k += 1
+        candidates = live.filter(pl.col("pruning_pct") >= level - 1e-9)
+        if candidates.height == 0:
+            continue
+        leader = _best(candidates)
+        base = {
+            "measure": measure,
+            "level_pct": level,
+            "leader": leader["policy"],
+            "leader_family": leader["family"],
+            "leader_pruning_pct": leader["pruning_pct"],
+            "leader_no_impact_pct": leader["no_impact_pct"],
+        }
+        level_rows = []
+        others = candidates.filter(pl.col("family") != leader["family"])
+        for family in dict.fromkeys(others["family"].to_list()):
+            rival = _best(others.filter(pl.col("family") == family))
+            mine = ok_of.get(leader["policy"], {})
+            theirs = ok_of.get(rival["policy"], {})
+            shared = sorted(set(mine) & set(theirs))
+            b = sum(1 for c in shared if mine[c] and not theirs[c])
+            c = sum(1 for c in shared if theirs[c] and not mine[c])
+            p = stats.mcnemar_exact(b, c).pvalue if shared else math.nan
+            level_rows.append(
+                {
+                    **base,
+                    "family": family,
+                    "rival": rival["policy"],
+                    "rival_pruning_pct": rival["pruning_pct"],
+                    "rival_no_impact_pct": rival["no_impact_pct"],
+                    "diff_pct": leader["no_impact_pct"] - rival["no_impact_pct"],
+                    "n_shared": len(shared),
+                    "b": b,
+                    "c": c,
+                    "p": p,
+                    "p_holm": math.nan,
+                }
+            )
+        if level_rows:
+            adjusted = stats.holm([r["p"] for r in level_rows], alpha).adjusted
+            for r, a in zip(level_rows, adjusted, strict=True):
+                r["p_holm"] = a
+        else:
+            level_rows.append(
+                {
+                    **base,
+                    **{key: None for key in LEVELS_SCHEMA if key not in base},
+                }
+            )
+        rows.extend(level_rows)
+    return pl.DataFrame(rows, schema=LEVELS_SCHEMA)
+
+
+# --- from a run -----------------------------------------------------------------------------
+
+
+def pruning_column(figures: pl.DataFrame) -> str:
+    """``editable_pruning`` when the figures have it for every case, else ``pruning_rate`` (a
+    run written before the column existed, or partly so)."""
+    if (
+        "editable_pruning" in figures.columns
+        and figures.height
+        and figures["editable_pruning"].null_count() == 0
+    ):
+        return "editable_pruning"
+    return "pruning_rate"
+
+
+def _setting(point: dict[str, Any]) -> str:
+    if point.get("source") == "policy":
+        return "--policy"
+    values = point.get("values") or {}
+    return ", ".join(f"{k}={v}" for k, v in values.items()) if values else "defaults"
+
+
+def point_rows(
+    outcomes: pl.DataFrame,
+    points: Sequence[dict[str, Any]],
+    column: str,
+    *,
+    measure: str,
+    judge: str | None,
+    alpha: float = 0.05,
+) -> pl.DataFrame:
+    """One row per sweep point (``POINTS_SCHEMA``) from per-case outcomes of one measure, with
+    the Pareto set marked."""
+    rows = []
+    for point in points:
+        frame = outcomes.filter(pl.col("policy") == point["label"])
+        if frame.height == 0:
+            continue
+        scored = frame.filter(pl.col("label").is_in(["no_impact", "impact"]))
+        k = int((scored["label"] == "no_impact").sum())
+        n = scored.height
+        w = stats.wilson(k, n, alpha)
+        prune = (
+            frame[column].drop_nulls()
+            if column in frame.columns
+            else pl.Series([], dtype=pl.Float64)
+        )
+        leaning = int(
+            scored.filter(
+                (pl.col("label") == "no_impact") & (pl.col("recoverable").fill_null(0) > 0)
+            ).height
+        )
+        rows.append(
+            {
+                "measure": measure,
+                "judge": judge,
+                "family": point["family"],
+                "policy": point["label"],
+                "setting": _setting(point),
+                "default": bool(point.get("default")),
+                "cases": frame.height,
+                "unscored": int((frame["label"] == "unscored").sum()),
+                "n": n,
+                "no_impact": k,
+                "pruning_pct": 100.0 * float(prune.mean()) if len(prune) else math.nan,  # type: ignore[arg-type]
+                "no_impact_pct": 100.0 * w.estimate if n else math.nan,
+                "wilson_lo": 100.0 * w.low if n else math.nan,
+                "wilson_hi": 100.0 * w.high if n else math.nan,
+                "pareto": False,
+                "recovery_pct": 100.0 * leaning / n if n else math.nan,
+                **recovery_price(scored, alpha),
+            }
+        )
+    frame = pl.DataFrame(rows, schema=POINTS_SCHEMA)
+    if frame.height:
+        mask = pareto_mask(frame["pruning_pct"].to_list(), frame["no_impact_pct"].to_list())
+        frame = frame.with_columns(pl.Series("pareto", mask, dtype=pl.Boolean))
+    families = list(dict.fromkeys(p["family"] for p in points))
+    return _family_order(frame, families).select(list(POINTS_SCHEMA))
+
+
+def _family_order(frame: pl.DataFrame, families: Sequence[str]) -> pl.DataFrame:
+    order = {f: i for i, f in enumerate(families)}
+    return (
+        frame.with_columns(pl.col("family").replace_strict(order, default=len(order)).alias("_f"))
+        .sort(["_f", "pruning_pct", "policy"])
+        .drop("_f")
+    )
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """The frontier section of a sweep's report."""
+
+    points: pl.DataFrame
+    levels: pl.DataFrame
+    measures: dict[str, str]  # measure → the judge label behind it
+    pruning_column: str
+    sweep: dict[str, Any]
+    step: float = LEVEL_STEP
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {"frontier": self.points, "frontier_levels": self.levels}
+
+    @property
+    def pruning_basis(self) -> str:
+        if self.pruning_column == "editable_pruning":
+            return (
+                "pruning = editable pruning (figures column editable_pruning: tokens removed of "
+                "those a policy may touch, mean over cases)"
+            )
+        return (
+            "pruning = pruning of the whole prefix (figures column pruning_rate, mean over cases); "
+            "this run's figures have no editable_pruning column"
+        )
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "families": self.sweep.get("families"),
+            "grids": [g.get("text") for g in self.sweep.get("grids", [])],
+            "policies": self.sweep.get("policies"),
+            "points": len(self.sweep.get("points", [])),
+            "labels": self.sweep.get("labels"),
+            "measures": self.measures,
+            "pruning_column": self.pruning_column,
+            "pruning_basis": self.pruning_basis,
+            "level_step_pct": self.step,
+            "recovery_price": ASSUMPTION,
+        }
+
+    def title(self, measure: str) -> str:
+        return MEASURE_TITLES.get(measure, measure).format(judge=self.measures.get(measure, "?"))
+
+    def plot(
+        self, path: str | os.PathLike[str] | None = None, *, title: str | None = None
+    ) -> bytes:
+        from .plot import frontier_plot
+
+        return frontier_plot(
+            self.points,
+            path,
+            titles={m: self.title(m) for m in self.measures},
+            x_label=(
+                "editable pruning, %" if self.pruning_column == "editable_pruning" else "pruning, %"
+            )
+            + " (mean over cases)",
+            title=title,
+        )
+
+    def displays(self) -> list[Display]:
+        from .render import _display, ci, count, num, pval
+
+        out = []
+        for measure in self.measures:
+            pts = self.points.filter(pl.col("measure") == measure)
+            lv = self.levels.filter(pl.col("measure") == measure)
+            columns = [
+                ("family", lambda r: r["family"], False),
+                (
+                    "point",
+                    lambda r: r["policy"] if r["setting"] == "--policy" else r["setting"],
+                    False,
+                ),
+                ("n", lambda r: count(r["n"]), True),
+                ("prune %", lambda r: num(r["pruning_pct"]), True),
+                ("no-impact %", lambda r: num(r["no_impact_pct"]), True),
+                ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
+                ("Pareto", lambda r: "★" if r["pareto"] else "", False),
+            ]
+            footer = [self.pruning_basis]
+            if leans_on_recovery(pts):
+                columns += [
+                    ("strict no-impact %", lambda r: num(r["strict_no_impact_pct"]), True),
+                    ("recoveries/case", lambda r: num(r["recoveries_per_case"]), True),
+                    ("extra requests/case", lambda r: num(r["extra_requests_per_case"]), True),
+                    (
+                        "recovery tokens/case",
+                        lambda r: count(_round(r["recovery_tokens_per_case"])),
+                        True,
+                    ),
+                ]
+                footer.append(ASSUMPTION)
+            else:
+                footer.append("No point leans on recovery: strict no-impact = no-impact.")
+            out.append(
+                _display(
+                    f"frontier_{measure}",
+                    f"Frontier ({self.title(measure)}): points by family",
+                    "Each sweep point, by family, sorted by pruning; no-impact with its Wilson 95% "
+                    "CI over scored cases. ★ = on the Pareto set over all points (no other point "
+                    "has at least its pruning and its no-impact, one strictly more).",
+                    columns,
+                    pts.to_dicts(),
+                    footer,
+                )
+            )
+            out.append(
+                _display(
+                    f"frontier_levels_{measure}",
+                    f"Frontier ({self.title(measure)}): the leading point per pruning level",
+                    f"Level L: among the points that prune at least L % (steps of {self.step:g}), "
+                    "the leader has the best no-impact (ties: more pruning); it is compared with "
+                    "the best point of every other family at that level on the cases both scored. "
+                    "Δ = leader − rival no-impact in percentage points; b = leader no-impact where "
+                    "the rival lost, c = the reverse; exact McNemar, Holm across the comparisons "
+                    "of the level. Consecutive levels with the same comparisons share one line.",
+                    [
+                        ("level", lambda r: r["_levels"], False),
+                        ("leader", lambda r: r["leader"], False),
+                        ("prune %", lambda r: num(r["leader_pruning_pct"]), True),
+                        ("no-impact %", lambda r: num(r["leader_no_impact_pct"]), True),
+                        ("vs family", lambda r: r["family"] or "–", False),
+                        ("its best point", lambda r: r["rival"] or "–", False),
+                        ("prune %", lambda r: num(r["rival_pruning_pct"]), True),
+                        ("no-impact %", lambda r: num(r["rival_no_impact_pct"]), True),
+                        ("Δ pp", lambda r: num(r["diff_pct"]), True),
+                        ("n shared", lambda r: count(r["n_shared"]), True),
+                        ("b", lambda r: count(r["b"]), True),
+                        ("c", lambda r: count(r["c"]), True),
+                        ("p exact", lambda r: pval(r["p"]), True),
+                        ("p (Holm)", lambda r: pval(r["p_holm"]), True),
+                    ],
+                    collapse_levels(lv),
+                )
+            )
+        return out
+
+
+def collapse_levels(levels: pl.DataFrame) -> list[dict[str, Any]]:
+    """The level rows for display, consecutive levels whose comparisons are the same merged into
+    one (``_levels``: ``≥ 10%`` or ``≥ 10…40%``)."""
+    groups: list[tuple[list[float], list[dict[str, Any]]]] = []
+    for row in levels.to_dicts():
+        if groups and groups[-1][0][-1] == row["level_pct"]:
+            groups[-1][1].append(row)
+        else:
+            groups.append(([row["level_pct"]], [row]))
+
+    def signature(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [tuple(v for k, v in r.items() if k != "level_pct") for r in rows]
+
+    merged: list[tuple[list[float], list[dict[str, Any]]]] = []
+    for lv, rows in groups:
+        if merged and signature(merged[-1][1]) == signature(rows):
+            merged[-1][0].append(lv[0])
+        else:
+            merged.append((list(lv), rows))
+    out = []
+    for lv, rows in merged:
+        shown = f"≥ {lv[0]:g}%" if len(lv) == 1 else f"≥ {lv[0]:g}…{lv[-1]:g}%"
+        out.extend({**r, "_levels": shown} for r in rows)
+    return out
+
+
+def _round(x: Any) -> Any:
+    return x if _nan(x) else round(x)
+
+
+def build_frontier(
+    run: Run,
+    sweep: dict[str, Any],
+    outcomes: pl.DataFrame,
+    judge: str | None,
+    verdicts: pl.DataFrame,
+    *,
+    alpha: float = 0.05,
+    step: float = LEVEL_STEP,
+) -> Frontier:
+    """The frontier of a sweep run. ``outcomes``: the report's per-case rows for ``judge``
+    (``tables.outcomes``; recovery costs are added here when missing); ``verdicts``: every
+    verdict of the run (for the gold measures)."""
+    from .tables import outcomes as outcomes_of
+
+    points = list(sweep.get("points") or [])
+    column = pruning_column(outcomes.filter(pl.col("policy").is_in([p["label"] for p in points])))
+    measures: dict[str, str] = {}
+    sources: dict[str, pl.DataFrame] = {}
+    if judge is not None:
+        measures["judge"] = judge
+        sources["judge"] = (
+            outcomes if "recoveries" in outcomes.columns else add_costs(run, outcomes)
+        )
+    present = set(verdicts["judge"].to_list()) if verdicts.height else set()
+    gold = sweep.get("gold") or {}
+    notes = []
+    for measure, variant in (("gold", "strict"), ("gold_recovery", "recovery")):
+        label = gold.get(variant)
+        if not label:
+            continue
+        if label not in present:
+            notes.append(f"no verdicts from {label} ({measure}) in this run")
+            continue
+        measures[measure] = label
+        sources[measure] = add_costs(run, outcomes_of(run, label, verdicts))
+    point_frames, level_frames = [], []
+    for measure, rows in sources.items():
+        pts = point_rows(
+            rows, points, column, measure=measure, judge=measures[measure], alpha=alpha
+        )
+        point_frames.append(pts)
+        scored = rows.filter(pl.col("label").is_in(["no_impact", "impact"])).select(
+            "policy", "case_id", (pl.col("label") == "no_impact").alias("ok")
+        )
+        level_frames.append(level_table(pts, scored, step=step, alpha=alpha, measure=measure))
+    return Frontier(
+        points=pl.concat(point_frames) if point_frames else pl.DataFrame(schema=POINTS_SCHEMA),
+        levels=pl.concat(level_frames) if level_frames else pl.DataFrame(schema=LEVELS_SCHEMA),
+        measures=measures,
+        pruning_column=column,
+        sweep=sweep,
+        step=step,
+        notes=tuple(notes),
+    )
+
+
+def frontier_displays(report: Any) -> list[Display]:
+    """The frontier section of a report (none when the run is not a sweep)."""
+    frontier = getattr(report, "frontier", None)
+    return frontier.displays() if frontier is not None else []
