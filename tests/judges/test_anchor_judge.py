@@ -6,12 +6,12 @@ import pytest
 
 from ctxreplay.judges.anchor import AnchorJudge
 from ctxreplay.judges.anchors import extract
-from ctxreplay.judges.base import Archived, JudgeInput
+from ctxreplay.judges.base import JudgeInput
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
 from ctxreplay.replay.view import commit
 
-from builders import call, count, counted, result, say, system, user
+from builders import call, count, counted, result, say, system, user, view_input
 
 BODY = "\n".join(
     f"{i:3d}  def handler_{i}(request): return route(request, {i})" for i in range(1, 80)
@@ -59,24 +59,8 @@ def session() -> list:
 
 def judge_view(*edits: Edit, fut_from: int = 13) -> tuple:
     msgs = session()
-    prefix, future = tuple(msgs[:fut_from]), tuple(msgs[fut_from:])
-    index = build_index(prefix, count)
-    view = commit(rehearse(Plan.of(*edits), index), prefix, index, count)
-    item = JudgeInput(
-        "case",
-        "s",
-        "p",
-        prefix,
-        view.messages,
-        future,
-        index,
-        dict(view.actions),
-        tuple(
-            Archived(a.ref, a.object_id, a.pointer_visible, a.payload, a.handle)
-            for a in view.archives
-        ),
-    )
-    return AnchorJudge().judge(item), index
+    item = view_input(tuple(msgs[:fut_from]), tuple(msgs[fut_from:]), *edits)
+    return AnchorJudge().judge(item), item.index
 
 
 def test_noop_view_has_no_impact_and_finds_the_dependencies() -> None:

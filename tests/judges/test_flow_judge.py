@@ -9,39 +9,18 @@ import json
 
 import pytest
 
-from ctxreplay.judges.base import Archived, JudgeInput, Verdict, make_judge
+from ctxreplay.judges.base import Verdict, make_judge
 from ctxreplay.judges.facts import Weights, document_frequency, facts_of, normalise, tokens
 from ctxreplay.judges.flow import FlowJudge
-from ctxreplay.replay.objects import build_index
-from ctxreplay.replay.plan import Edit, Plan, rehearse
-from ctxreplay.replay.view import commit
+from ctxreplay.replay.plan import Edit
 
-from builders import call, count, counted, result, say, system, user
+from builders import call, counted, result, say, system, user, view_input
 
 
-def judge_case(
-    messages: list, cut: int, *edits: Edit, judge: FlowJudge | None = None
-) -> Verdict:
+def judge_case(messages: list, cut: int, *edits: Edit, judge: FlowJudge | None = None) -> Verdict:
     """Prefix = messages before ``cut``; the view commits ``edits``; the judge sees the rest."""
     msgs = counted(messages)
-    prefix, future = tuple(msgs[:cut]), tuple(msgs[cut:])
-    index = build_index(prefix, count)
-    view = commit(rehearse(Plan.of(*edits), index), prefix, index, count)
-    item = JudgeInput(
-        "case",
-        "s",
-        "p",
-        prefix,
-        view.messages,
-        future,
-        index,
-        dict(view.actions),
-        tuple(
-            Archived(a.ref, a.object_id, a.pointer_visible, a.payload, a.handle)
-            for a in view.archives
-        ),
-    )
-    return (judge or FlowJudge()).judge(item)
+    return (judge or FlowJudge()).judge(view_input(tuple(msgs[:cut]), tuple(msgs[cut:]), *edits))
 
 
 def prune(object_id: str) -> Edit:
@@ -220,7 +199,7 @@ def copy_session() -> list:
         call(
             "c3",
             "create",
-            {"path": "solve.py", "text": 'target = seed_of(\'_hash("flag{xxxxxxxxxxxxxx}")\')'},
+            {"path": "solve.py", "text": "target = seed_of('_hash(\"flag{xxxxxxxxxxxxxx}\")')"},
         ),
     ]
 

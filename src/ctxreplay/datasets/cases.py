@@ -305,10 +305,11 @@ def read_cuts(path: Path) -> dict[str, list[Cut]]:
     return cuts
 
 
-def read_label_cuts(path: Path) -> dict[str, list[Cut]]:
-    """The cuts of a labels ``cases.jsonl``: one JSON object a line with ``session_id`` and
-    ``cut``; ``future_seqs`` (the labelled horizon) sets the future end to its last seq + 1."""
-    cuts: dict[str, list[Cut]] = {}
+def json_objects(
+    path: Path, error: type[ValueError] = ValueError
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of a JSON-lines file, blank lines skipped; a line that is not a
+    JSON object raises ``error`` naming the file and the line."""
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
             if not line.strip():
@@ -316,29 +317,37 @@ def read_label_cuts(path: Path) -> dict[str, list[Cut]]:
             try:
                 row = json.loads(line)
             except ValueError as e:
-                raise CaseError(f"{path}, line {n}: not JSON ({e})") from None
+                raise error(f"{path}, line {n}: not JSON ({e})") from None
             if not isinstance(row, dict):
-                raise CaseError(f"{path}, line {n}: expected a JSON object")
-            sid, cut = row.get("session_id"), row.get("cut")
-            if not isinstance(sid, str) or not sid:
-                raise CaseError(f"{path}, line {n}: session_id is missing or not a string")
-            if not isinstance(cut, int) or isinstance(cut, bool) or cut < 0:
-                raise CaseError(f"{path}, line {n}: cut {cut!r} is not a message index")
-            future = row.get("future_seqs")
-            end: int | None = None
-            if future is not None:
-                if (
-                    not isinstance(future, list)
-                    or not future
-                    or not all(isinstance(s, int) and not isinstance(s, bool) for s in future)
-                ):
-                    raise CaseError(
-                        f"{path}, line {n}: future_seqs must be a non-empty list of message seqs"
-                    )
-                end = max(future) + 1
-                if end <= cut:
-                    raise CaseError(f"{path}, line {n}: future_seqs end before the cut {cut}")
-            cuts.setdefault(sid, []).append(Cut(cut, end, optional=True))
+                raise error(f"{path}, line {n}: expected a JSON object")
+            yield n, row
+
+
+def read_label_cuts(path: Path) -> dict[str, list[Cut]]:
+    """The cuts of a labels ``cases.jsonl``: one JSON object a line with ``session_id`` and
+    ``cut``; ``future_seqs`` (the labelled horizon) sets the future end to its last seq + 1."""
+    cuts: dict[str, list[Cut]] = {}
+    for n, row in json_objects(path, CaseError):
+        sid, cut = row.get("session_id"), row.get("cut")
+        if not isinstance(sid, str) or not sid:
+            raise CaseError(f"{path}, line {n}: session_id is missing or not a string")
+        if not isinstance(cut, int) or isinstance(cut, bool) or cut < 0:
+            raise CaseError(f"{path}, line {n}: cut {cut!r} is not a message index")
+        future = row.get("future_seqs")
+        end: int | None = None
+        if future is not None:
+            if (
+                not isinstance(future, list)
+                or not future
+                or not all(isinstance(s, int) and not isinstance(s, bool) for s in future)
+            ):
+                raise CaseError(
+                    f"{path}, line {n}: future_seqs must be a non-empty list of message seqs"
+                )
+            end = max(future) + 1
+            if end <= cut:
+                raise CaseError(f"{path}, line {n}: future_seqs end before the cut {cut}")
+        cuts.setdefault(sid, []).append(Cut(cut, end, optional=True))
     if not cuts:
         raise CaseError(f"{path}: no cases in the labels file")
     return cuts

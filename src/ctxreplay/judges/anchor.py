@@ -37,7 +37,7 @@ from .anchors import (
     shared_phrase,
     spans,
 )
-from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, message_text
+from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, message_text, tally
 
 
 def agent_text(m: Message) -> tuple[str, list[str]]:
@@ -257,14 +257,7 @@ class AnchorJudge(Judge):
             )
             detail = f"{d.kind} from prefix message {d.source}"
             losses.append(Loss(category, d.anchor, d.source_object, d.need_seq, detail))
-        label = "impact" if losses else "no_impact"
-        cats = Counter(loss.category for loss in losses)
-        reason = f"{len(deps)} dependencies, {recoverable} recoverable, {len(losses)} lost" + (
-            " (" + ", ".join(f"{c} {n}" for c, n in sorted(cats.items())) + ")" if cats else ""
-        )
-        return Verdict(
-            label, tuple(losses), reason, dependencies=len(deps), recoverable=recoverable
-        )
+        return tally("dependencies", losses, len(deps), recoverable)
 
     def _category(
         self, d: Dependency, index: ObjectIndex, source_text: str, blocker: str, folded_hidden: bool

@@ -10,6 +10,7 @@ denominator — it never counts as either).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -65,6 +66,17 @@ class Verdict:
     @staticmethod
     def unscored(reason: str, **kw: Any) -> Verdict:
         return Verdict("unscored", reason=reason, **kw)
+
+
+def tally(found: str, losses: list[Loss], dependencies: int, recoverable: int) -> Verdict:
+    """The verdict of a dependency audit: impact when anything is lost, with a one-line count
+    (``"12 facts used, 1 recoverable, 2 lost (live_state 2)"``)."""
+    cats = Counter(loss.category for loss in losses)
+    reason = f"{dependencies} {found}, {recoverable} recoverable, {len(losses)} lost" + (
+        " (" + ", ".join(f"{c} {n}" for c, n in sorted(cats.items())) + ")" if cats else ""
+    )
+    label: Label = "impact" if losses else "no_impact"
+    return Verdict(label, tuple(losses), reason, dependencies=dependencies, recoverable=recoverable)
 
 
 @dataclass(frozen=True)

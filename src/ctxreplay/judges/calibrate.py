@@ -395,6 +395,21 @@ class GoldCalibration:
         return "\n\n".join(parts)
 
 
+def _judged(run_path: str | os.PathLike[str], judge: str) -> tuple[str, pl.DataFrame]:
+    """The label of ``judge`` in the run and its verdicts; an error naming the command to run
+    when it has none."""
+    from .engine import read_verdicts
+
+    judged = read_verdicts(run_path, judge)
+    if judged.height == 0:
+        raise ValueError(
+            f"no verdicts from judge {judge!r} in {run_path}; "
+            f"run: ctxreplay judge {run_path} --judge {judge}"
+        )
+    label = _resolve_label(judged, judge)
+    return label, judged.filter(pl.col("judge") == label)
+
+
 def _resolve_label(judged: pl.DataFrame, judge: str) -> str:
     labels = sorted(set(judged["judge"].to_list())) if judged.height else []
     return labels[0] if len(labels) == 1 else judge
@@ -418,14 +433,7 @@ def calibrate_against_deps(
     from .engine import read_verdicts, run_judge
     from .labels import VARIANTS, load_labels
 
-    judged = read_verdicts(run_path, judge)
-    if judged.height == 0:
-        raise ValueError(
-            f"no verdicts from judge {judge!r} in {run_path}; "
-            f"run: ctxreplay judge {run_path} --judge {judge}"
-        )
-    label = _resolve_label(judged, judge)
-    judged = judged.filter(pl.col("judge") == label)
+    label, judged = _judged(run_path, judge)
     gold = load_labels(labels)
     corpus_of = gold.corpus_of()
     if policies:
@@ -588,14 +596,7 @@ def missed_dependencies(
     from .engine import read_verdicts, run_judge
     from .labels import annotator_text, load_labels
 
-    judged = read_verdicts(run_path, judge)
-    if judged.height == 0:
-        raise ValueError(
-            f"no verdicts from judge {judge!r} in {run_path}; "
-            f"run: ctxreplay judge {run_path} --judge {judge}"
-        )
-    label = _resolve_label(judged, judge)
-    judged = judged.filter(pl.col("judge") == label)
+    _, judged = _judged(run_path, judge)
     run = Run(run_path)
     if policy is not None:
         judged = judged.filter(pl.col("policy") == run.resolve_policy(policy))

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +35,7 @@ from ..datasets.messages import Message
 from ..replay.objects import ObjectIndex
 from .anchor import owner_of
 from .anchors import ROUTE, is_constraint, shared_phrase
-from .base import Judge, JudgeInput, Loss, Verdict, availability, judge
+from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, tally
 from .facts import (
     KV_LINE,
     SHINGLE,
@@ -435,14 +434,7 @@ class FlowJudge(Judge):
             category = _category(u, item, blocker, bool(hidden_sq) and u.fact.in_text(hidden_sq))
             detail = f"{u.fact.kind} of prefix message {u.source}, used by {u.how}: {u.evidence}"
             losses.append(Loss(category, u.fact.text, u.source_object, u.need_seq, detail))
-        label = "impact" if losses else "no_impact"
-        cats = Counter(loss.category for loss in losses)
-        reason = f"{len(uses)} facts used, {recoverable} recoverable, {len(losses)} lost" + (
-            " (" + ", ".join(f"{c} {n}" for c, n in sorted(cats.items())) + ")" if cats else ""
-        )
-        return Verdict(
-            label, tuple(losses), reason, dependencies=len(uses), recoverable=recoverable
-        )
+        return tally("facts used", losses, len(uses), recoverable)
 
 
 #: a probe this long is specific enough to be found anywhere in the view

@@ -23,7 +23,6 @@ needs it and the annotator's reason.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..datasets.cases import json_objects
 from ..datasets.messages import Message, Part
 from ..datasets.schema import CATEGORIES
 from .anchor import owner_of
@@ -99,17 +99,7 @@ def label_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
 def _lines(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise LabelsError(f"{path}: no such labels file")
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as e:
-                raise LabelsError(f"{path}, line {n}: not JSON ({e})") from None
-            if not isinstance(row, dict):
-                raise LabelsError(f"{path}, line {n}: expected a JSON object")
-            yield n, row
+    return json_objects(path, LabelsError)
 
 
 def _field(path: Path, n: int, row: dict[str, Any], key: str, kind: type, optional: bool = False):

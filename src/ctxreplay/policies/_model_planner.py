@@ -78,6 +78,28 @@ class ModelPlannerMixin:
             "max_tokens": p.max_tokens,
         }
 
+    def ask(
+        self, request: Any, args: dict[str, Any], meta: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """One planner call: the completion and its bookkeeping (``meta`` plus usage). A failed
+        call, a refusal or a content-filtered answer is a :class:`ModelPlannerError` carrying the
+        bookkeeping (and, for a failed call, the request as it was sent)."""
+        from ..llm.client import ModelCallError
+
+        meta = dict(meta or {})
+        try:
+            completion = self.client.complete(request, **args)
+        except ModelCallError as e:
+            meta.update(call_failure_meta(e))
+            meta["params_sent"] = self.client.request_body(request, **args)
+            raise ModelPlannerError(f"model call failed: {e.reason}", meta) from None
+        meta.update(completion_meta(completion))
+        if completion.refusal:
+            raise ModelPlannerError(f"refused: {completion.refusal[:200]}", meta)
+        if completion.finish_reason == "content_filter":
+            raise ModelPlannerError("refused: withheld by the endpoint's content filter", meta)
+        return completion, meta
+
     # the client holds sockets and locks: workers rebuild it from the params
     def __getstate__(self) -> dict[str, Any]:
         return {"params": self.params}

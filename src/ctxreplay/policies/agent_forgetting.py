@@ -16,8 +16,6 @@ from ._model_planner import (
     ModelParams,
     ModelPlannerError,
     ModelPlannerMixin,
-    call_failure_meta,
-    completion_meta,
 )
 from .base import Policy, PrefixContext, policy
 from .budget import BudgetParams, Need, need_for, spend, with_budget
@@ -163,7 +161,6 @@ class AgentForgetting(ModelPlannerMixin, Policy):
     # --- the llm planner: the acting model ------------------------------------------------
 
     def _plan_llm(self, ctx: PrefixContext) -> Plan:
-        from ..llm.client import ModelCallError
 
         p = self.params
         prior, rejected = recorded_edits(ctx)
@@ -190,17 +187,7 @@ class AgentForgetting(ModelPlannerMixin, Policy):
                 f"({p.max_prompt_tokens:,}); not sent",
                 meta,
             )
-        try:
-            completion = self.client.complete(request, **args)
-        except ModelCallError as e:
-            meta.update(call_failure_meta(e))
-            meta["params_sent"] = self.client.request_body(request, **args)
-            raise ModelPlannerError(f"model call failed: {e.reason}", meta) from None
-        meta.update(completion_meta(completion))
-        if completion.refusal:
-            raise ModelPlannerError(f"refused: {completion.refusal[:200]}", meta)
-        if completion.finish_reason == "content_filter":
-            raise ModelPlannerError("refused: withheld by the endpoint's content filter", meta)
+        completion, meta = self.ask(request, args, meta)
         calls = [c.name for c in completion.tool_calls]
         meta["tool_calls"] = calls
         apply = next((c for c in completion.tool_calls if c.name == acf.APPLY), None)

@@ -22,8 +22,6 @@ from ._model_planner import (
     ModelParams,
     ModelPlannerError,
     ModelPlannerMixin,
-    call_failure_meta,
-    completion_meta,
 )
 from .base import Policy, PrefixContext, policy
 
@@ -130,7 +128,6 @@ class PruneSummarise(ModelPlannerMixin, Policy):
     def _summary_llm(
         self, ctx: PrefixContext, evicted: list[ContextObject], title: str
     ) -> tuple[str, dict[str, Any]]:
-        from ..llm.client import ModelCallError
 
         p = self.params
         rendered = render_summary_prompt(ctx, evicted, p.summary_tokens, p.max_prompt_tokens)
@@ -140,20 +137,7 @@ class PruneSummarise(ModelPlannerMixin, Policy):
             "prompt_over_budget": rendered.over_budget,
         }
         args = {"temperature": p.temperature, "seed": p.seed, "max_tokens": p.max_tokens}
-        try:
-            completion = self.client.complete(rendered.messages, **args)
-        except ModelCallError as e:
-            meta = {
-                **call_failure_meta(e),
-                **prompt,
-                "params_sent": self.client.request_body(rendered.messages, **args),
-            }
-            raise ModelPlannerError(f"model call failed: {e.reason}", meta) from None
-        meta = {**completion_meta(completion), **prompt}
-        if completion.refusal:
-            raise ModelPlannerError(f"refused: {completion.refusal[:200]}", meta)
-        if completion.finish_reason == "content_filter":
-            raise ModelPlannerError("refused: withheld by the endpoint's content filter", meta)
+        completion, meta = self.ask(rendered.messages, args, prompt)
         answer = (completion.text or "").strip()
         if not answer:
             raise ModelPlannerError("empty summary", meta)

@@ -15,8 +15,6 @@ from ._model_planner import (
     ModelParams,
     ModelPlannerError,
     ModelPlannerMixin,
-    call_failure_meta,
-    completion_meta,
 )
 from ._selfgc_prompt import (
     SCHEMA_NAME,
@@ -229,7 +227,6 @@ class SelfGC(ModelPlannerMixin, Policy):
         return args
 
     def _plan_llm(self, ctx: PrefixContext) -> Plan:
-        from ..llm.client import ModelCallError
 
         p = self.params
         rendered = render_plan_prompt(
@@ -246,20 +243,7 @@ class SelfGC(ModelPlannerMixin, Policy):
             "prompt_over_budget": rendered.over_budget,
         }
         args = self._call_args()
-        try:
-            completion = self.client.complete(rendered.messages, **args)
-        except ModelCallError as e:
-            meta = {
-                **call_failure_meta(e),
-                **prompt,
-                "params_sent": self.client.request_body(rendered.messages, **args),
-            }
-            raise ModelPlannerError(f"model call failed: {e.reason}", meta) from None
-        meta = {**completion_meta(completion), **prompt}
-        if completion.refusal:
-            raise ModelPlannerError(f"refused: {completion.refusal[:200]}", meta)
-        if completion.finish_reason == "content_filter":
-            raise ModelPlannerError("refused: withheld by the endpoint's content filter", meta)
+        completion, meta = self.ask(rendered.messages, args, prompt)
         try:
             parsed = parse_plan(completion.text)
         except PlanFormatError as e:
