@@ -165,7 +165,7 @@ CONSTRAINT = re.compile(
 _SENTENCE = re.compile(
     r"(?:[^.!?\n]|[.!?](?=\S))+[.!?]?"
 )  # "3.9" and "app.py" do not end a sentence
-_STOP = frozenset(
+STOPWORDS = frozenset(
     [
         "the",
         "a",
@@ -284,7 +284,7 @@ def key_terms(sentence: str) -> list[str]:
     terms = []
     for w in re.findall(r"[\w./-]+", sentence):
         w = w.strip(".-")
-        if len(w) >= 4 and w.lower() not in _STOP:
+        if len(w) >= 4 and w.lower() not in STOPWORDS:
             terms.append(w)
     return terms
 
@@ -298,7 +298,7 @@ def shared_phrase(sentence: str, text: str) -> str | None:
     for i in range(len(words)):
         for j in range(len(words), i + 1, -1):
             phrase = " ".join(words[i:j])
-            content = [w for w in words[i:j] if w.lower() not in _STOP and len(w) >= 3]
+            content = [w for w in words[i:j] if w.lower() not in STOPWORDS and len(w) >= 3]
             if (
                 len(content) >= 2
                 and phrase.lower() in lowered

@@ -24,6 +24,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .anchors import STOPWORDS
+
 _MONTHS = {
     m: i
     for i, names in enumerate(
@@ -55,90 +57,12 @@ _ZERO_CENTS = re.compile(r"(?<=\d)\.0+\b")
 _TOKEN = re.compile(r"[a-z0-9_]+(?:[.\-/@:+][a-z0-9_]+)*")
 _ISO_DATE = re.compile(r"(?:19|20)\d\d-\d\d-\d\d")
 
-#: words that carry no fact whatever the corpus says
-STOP = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "and",
-        "or",
-        "but",
-        "to",
-        "of",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "by",
-        "from",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "you",
-        "your",
-        "i",
-        "we",
-        "our",
-        "my",
-        "me",
-        "us",
-        "they",
-        "them",
-        "he",
-        "she",
-        "his",
-        "her",
-        "do",
-        "does",
-        "did",
-        "not",
-        "no",
-        "yes",
-        "any",
-        "all",
-        "can",
-        "will",
-        "would",
-        "should",
-        "could",
-        "may",
-        "might",
-        "must",
-        "have",
-        "has",
-        "had",
-        "if",
-        "then",
-        "than",
-        "so",
-        "also",
-        "just",
-        "there",
-        "here",
-        "what",
-        "which",
-        "who",
-        "how",
-        "when",
-        "where",
-        "why",
-        "true",
-        "false",
-        "null",
-        "none",
-    ]
+#: words that carry no fact whatever the corpus says: the anchor judge's stop words (function
+#: words and the vocabulary of instructions) and JSON's literals
+STOP = (
+    STOPWORDS
+    | frozenset(("had", "has", "have", "he", "her", "his", "its", "may", "might", "she"))
+    | frozenset(("was", "were", "where", "why", "yes", "true", "false", "null", "none"))
 )
 
 
