@@ -33,6 +33,7 @@ from ctxreplay.datasets.cases import read_cases
 from ctxreplay.datasets.messages import Message, Part
 from ctxreplay.datasets.store import Corpus
 from ctxreplay.judges.base import Archived, JudgeInput, make_judge
+from ctxreplay.judges.base import rendered as annotator_text
 from ctxreplay.judges.calibrate import (
     calibrate_against_deps,
     calibration_path,
@@ -40,7 +41,7 @@ from ctxreplay.judges.calibrate import (
     read_calibration,
 )
 from ctxreplay.judges.engine import read_verdicts, run_judge
-from ctxreplay.judges.labels import DepsJudge, LabelsError, annotator_text, load_labels
+from ctxreplay.judges.labels import DepsJudge, LabelsError, load_labels
 from ctxreplay.replay.engine import run_replay, slug
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse

@@ -81,6 +81,12 @@ def owner_of(index: ObjectIndex) -> dict[int, ContextObject]:
     return owner
 
 
+def current_blocker(index: ObjectIndex) -> str | None:
+    """The most recent failed tool call: the state the next steps work around."""
+    errors = [f for f in index.functions() if f.is_error]
+    return errors[-1].id if errors else None
+
+
 def anchor_document_frequency(sessions: Iterable[Sequence[Message]]) -> tuple[Counter[str], int]:
     """In how many sessions each anchor occurs (system prompts aside), and how many sessions."""
     df: Counter[str] = Counter()
@@ -215,7 +221,7 @@ class AnchorJudge(Judge):
             for d in deps
             if not (d.contract and d.kind != "contract" and any(d.anchor in s for s in sentences))
         ]
-        blocker = self._current_blocker(index)
+        blocker = current_blocker(index)
         self._case_cache = (item.case_id, deps, blocker or "", texts)
         return deps, blocker or ""
 
@@ -230,11 +236,6 @@ class AnchorJudge(Judge):
             if found:
                 out[i] = found
         return out
-
-    @staticmethod
-    def _current_blocker(index: ObjectIndex) -> str | None:
-        errors = [f for f in index.functions() if f.is_error]
-        return errors[-1].id if errors else None
 
     # --- the verdict ----------------------------------------------------------------------
     def judge(self, item: JudgeInput) -> Verdict:

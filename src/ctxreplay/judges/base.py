@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from ..datasets.messages import Message
+from ..datasets.messages import Message, Part
 from ..registry import Plugin, Registry
 from ..replay.objects import ObjectIndex
 
@@ -108,7 +108,28 @@ class JudgeInput:
 
 
 def message_text(m: Message) -> str:
-    return "\n".join(s for p in m.parts for s in p.token_texts())
+    return token_text(m.parts)
+
+
+def token_text(parts: Sequence[Part]) -> str:
+    """The strings a tokenizer counts (a call's name and arguments), joined by newlines."""
+    return "\n".join(s for p in parts for s in p.token_texts())
+
+
+def parts_text(parts: Sequence[Part]) -> str:
+    """Parts as a reader of the conversation sees them — text, each tool call as ``CALL <name>
+    <arguments>``, each result's content — the rendering dependency labels are written against."""
+    out: list[str] = []
+    for p in parts:
+        if p.type == "tool_call":
+            out.append(f"CALL {p.name} {p.arguments or ''}")
+        elif p.type in ("text", "tool_call_response"):
+            out.append(p.content or "")
+    return "\n".join(out)
+
+
+def rendered(m: Message) -> str:
+    return parts_text(m.parts)
 
 
 @dataclass(frozen=True)
@@ -121,15 +142,17 @@ class Availability:
     unrouted: str
 
 
-def availability(item: JudgeInput) -> Availability:
+def availability(
+    item: JudgeInput, text_of: Callable[[Sequence[Part]], str] = token_text
+) -> Availability:
+    """The view's text and the archived payloads, rendered by ``text_of``, split by whether the
+    view shows their pointer."""
     from ..replay.sidecar import payload_messages
 
-    view_text = "\n".join(message_text(m) for m in item.view)
+    view_text = "\n".join(text_of(m.parts) for m in item.view)
     visible, hidden = [], []
     for a in item.archives:
-        body = "\n".join(
-            s for _, _, parts in payload_messages(a.payload) for p in parts for s in p.token_texts()
-        )
+        body = "\n".join(text_of(parts) for _, _, parts in payload_messages(a.payload))
         routed = a.pointer_visible and a.ref[: len("sha256:") + 16] in view_text
         (visible if routed else hidden).append(body)
     return Availability(view_text, "\n".join(visible), "\n".join(hidden))

@@ -593,8 +593,9 @@ def missed_dependencies(
     message that needed it (seq and its first ``preview`` characters, as the annotators saw it).
     """
     from ..replay.engine import Run
+    from .base import rendered
     from .engine import read_verdicts, run_judge
-    from .labels import annotator_text, load_labels
+    from .labels import load_labels
 
     _, judged = _judged(run_path, judge)
     run = Run(run_path)
@@ -637,7 +638,7 @@ def missed_dependencies(
         for sid, messages in run.corpus.iter_sessions(sorted({s for s, _ in wanted})):
             for m in messages:
                 if (sid, m.seq) in wanted:
-                    texts[(sid, m.seq)] = " ".join(annotator_text(m).split())[:preview]
+                    texts[(sid, m.seq)] = " ".join(rendered(m).split())[:preview]
         for row in rows:
             row["need_text"] = texts.get((row.pop("_session"), row["need_seq"]))
     return pl.DataFrame(rows, schema=MISSED_SCHEMA)

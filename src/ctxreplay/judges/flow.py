@@ -33,9 +33,19 @@ from typing import Any
 
 from ..datasets.messages import Message
 from ..replay.objects import ObjectIndex
-from .anchor import owner_of
+from .anchor import current_blocker, owner_of
 from .anchors import ROUTE, is_constraint, shared_phrase
-from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, tally
+from .base import (
+    Judge,
+    JudgeInput,
+    Loss,
+    Verdict,
+    availability,
+    judge,
+    parts_text,
+    rendered,
+    tally,
+)
 from .facts import (
     KV_LINE,
     SHINGLE,
@@ -52,17 +62,6 @@ from .facts import (
     squash,
     tokens,
 )
-
-
-def rendered(m: Message) -> str:
-    """A message as the agent read it: text, ``CALL name arguments``, tool results."""
-    out: list[str] = []
-    for p in m.parts:
-        if p.type == "tool_call":
-            out.append(f"CALL {p.name} {p.arguments or ''}")
-        elif p.type in ("text", "tool_call_response", "reasoning") and p.content:
-            out.append(p.content)
-    return "\n".join(out)
 
 
 def told(m: Message) -> str:
@@ -406,23 +405,25 @@ class FlowJudge(Judge):
         if not uses:
             return Verdict("no_impact", reason="the future uses no fact from the editable prefix")
         kept = {id(m) for m in item.view}
-        where = availability(item)
-        view_sq = squash("\n".join(rendered(m) for m in item.view))
         # a short fact ("344") is looked for where it was (its message, as the view left it) and
         # in what the policy wrote (summaries, notes); a long one anywhere in the view
         at_seq: dict[int, str] = {}
         written: list[str] = []
         for m in item.view:
+            text = squash(rendered(m))
             if m.flags:
-                written.append(rendered(m))
+                written.append(text)
             else:
-                at_seq[m.seq] = at_seq.get(m.seq, "") + squash(rendered(m))
-        written_sq = squash("\n".join(written))
-        recoverable_sq = squash(where.recoverable)
-        hidden_sq = squash(where.unrouted)
+                at_seq[m.seq] = at_seq.get(m.seq, "") + text
+        view_sq = "".join(at_seq.values()) + "".join(written)
+        written_sq = "".join(written)
+        recoverable_sq = hidden_sq = ""
+        if item.archives:
+            where = availability(item, parts_text)
+            recoverable_sq, hidden_sq = squash(where.recoverable), squash(where.unrouted)
         losses: list[Loss] = []
         recoverable = 0
-        blocker = _current_blocker(item.index)
+        blocker = current_blocker(item.index)
         for u in uses:
             if id(item.prefix[u.source]) in kept or _present(
                 u.fact, at_seq.get(item.prefix[u.source].seq, ""), written_sq, view_sq
@@ -454,11 +455,6 @@ def _named_together(fact: Fact, seq: list[str], present: set[str], window: int) 
     key_at = [i for i, t in enumerate(seq) if t == fact.key[-1]]
     value_at = [i for i, t in enumerate(seq) if t in fact.tokens]
     return any(abs(i - j) <= window for i in key_at for j in value_at)
-
-
-def _current_blocker(index: ObjectIndex) -> str | None:
-    errors = [f for f in index.functions() if f.is_error]
-    return errors[-1].id if errors else None
 
 
 _LOCATOR_KEY = re.compile(r"\b(id|ids|number|code|path|file|url|uri|email|handle|key|name)\b")

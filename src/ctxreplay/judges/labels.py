@@ -8,7 +8,7 @@ A labels set (``../shared/gold-dev/`` is the dev one) is a folder with two JSON-
   substring of that message as the annotators saw it), ``needed_by`` (the first future message
   that needs it), ``category``, ``necessity`` (``required`` | ``helpful``), ``why``.
 
-A message's text as the annotators saw it (``annotator_text``): its text parts, each tool call as
+A message's text as the annotators saw it (``base.rendered``): its text parts, each tool call as
 ``CALL <name> <arguments exactly as stored>``, each tool result's content, joined by newlines.
 
 Scoring rule (``variant``): a view is **no_impact** when every required dependency's text is in
@@ -25,16 +25,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..datasets.cases import json_objects
-from ..datasets.messages import Message, Part
 from ..datasets.schema import CATEGORIES
 from .anchor import owner_of
-from .base import Judge, JudgeInput, Loss, Verdict, judge, message_text
+from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, parts_text, rendered
 
 #: the labels spell the category the US way; the project spells it ``behavioural_contract``
 CATEGORY_ALIASES = {"behavioral_contract": "behavioural_contract"}
@@ -195,39 +194,9 @@ def load_labels(path: str | os.PathLike[str]) -> LabelSet:
 # --- rendering as the annotators saw it ---------------------------------------------------------
 
 
-def parts_text(parts: Sequence[Part]) -> str:
-    """Text parts, each tool call as ``CALL <name> <arguments>``, each result's content."""
-    out: list[str] = []
-    for p in parts:
-        if p.type == "text":
-            out.append(p.content or "")
-        elif p.type == "tool_call":
-            out.append(f"CALL {p.name} {p.arguments}")
-        elif p.type == "tool_call_response":
-            out.append(p.content or "")
-    return "\n".join(out)
-
-
-def annotator_text(m: Message) -> str:
-    return parts_text(m.parts)
-
-
 def squeeze(text: str) -> str:
     """The text with every whitespace character removed."""
     return _WS.sub("", text)
-
-
-def recoverable_text(item: JudgeInput) -> str:
-    """The annotator rendering of every archived message whose pointer the view shows (the same
-    routing rule as ``base.availability``)."""
-    from ..replay.sidecar import payload_messages
-
-    shown = "\n".join(message_text(m) for m in item.view)
-    out: list[str] = []
-    for a in item.archives:
-        if a.pointer_visible and a.ref[: len("sha256:") + 16] in shown:
-            out.extend(parts_text(parts) for _, _, parts in payload_messages(a.payload))
-    return "\n".join(out)
 
 
 def case_cut(item: JudgeInput) -> int | None:
@@ -273,12 +242,12 @@ class DepsJudge(Judge):
         ]
         at = {m.seq: i for i, m in enumerate(item.prefix)}
         for d in deps:
-            if d.seq not in at or d.text not in annotator_text(item.prefix[at[d.seq]]):
+            if d.seq not in at or d.text not in rendered(item.prefix[at[d.seq]]):
                 return Verdict.unscored(
                     f"labels of {case.case} do not match this prefix: message {d.seq} does not "
                     f"hold {d.text[:40]!r}"
                 )
-        view = "\n".join(annotator_text(m) for m in item.view)
+        view = "\n".join(rendered(m) for m in item.view)
         variant = self.params.variant
         if variant == "whitespace":
             view_sq = squeeze(view)
@@ -290,7 +259,7 @@ class DepsJudge(Judge):
             def present(text: str) -> bool:
                 return text in view
 
-        shown = recoverable_text(item) if variant == "recovery" else ""
+        shown = availability(item, parts_text).recoverable if variant == "recovery" else ""
         owner = owner_of(item.index)
         losses: list[Loss] = []
         recoverable = 0
