@@ -21,6 +21,7 @@ may be needed again (recoverable), or ``keep``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from ..judges.facts import facts_of, shape_floor, tokens
 from ..replay.compact import compact_json
 from ..replay.objects import ContextObject
+from ..replay.view import mask_text
 from . import _select as sel
 from .base import PrefixContext
 
@@ -47,11 +49,12 @@ class Estimate:
     reason: str
     tokens: int  # tokens of the result body
     saving: int  # tokens the action would free
+    keep: int = 0  # characters a mask keeps at the head and at the tail
 
 
-def _args(ctx: PrefixContext, f: ContextObject) -> dict[str, object]:
+def _args(f: ContextObject) -> dict[str, object]:
     try:
-        value = json.loads(sel.call_part(ctx, f).arguments or "{}")
+        value = json.loads(f.arguments or "{}")
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -66,9 +69,9 @@ def _paths(args: dict[str, object]) -> set[str]:
     }
 
 
-def _writes(ctx: PrefixContext, f: ContextObject) -> set[str]:
+def _writes(f: ContextObject) -> set[str]:
     """Files a call changes: an editing tool, or arguments that carry new content."""
-    args = _args(ctx, f)
+    args = _args(f)
     if not (_WRITES.search(f.tool_name or "") or _WRITE_KEYS & set(args)):
         return set()
     return _paths({k: v for k, v in args.items() if k not in _WRITE_KEYS})
@@ -78,13 +81,34 @@ def _specific(text: str) -> set[str]:
     return {t for t in tokens(text) if shape_floor(t) > 0}
 
 
-def _values(body: str) -> set[str]:
-    """The specific values a result holds (for JSON: its values, not its keys)."""
+@functools.lru_cache(maxsize=4096)
+def _values(body: str) -> frozenset[str]:
+    """The specific values a result holds (for JSON: its values, not its keys). A body is read
+    once per session, not once per case."""
     found: set[str] = set()
     for fact in facts_of(body):
         if fact.kind != "row":
             found |= {t for t in fact.tokens if shape_floor(t) > 0}
-    return found
+    return frozenset(found)
+
+
+_log_like = functools.lru_cache(maxsize=4096)(sel.is_log_like)
+_compact = functools.lru_cache(maxsize=4096)(compact_json)
+
+
+def _last_mentions(ctx: PrefixContext) -> tuple[dict[str, int], dict[str, int]]:
+    """Token → the last message where the agent's prose says it, and where its calls pass it."""
+    prose: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    for i, m in enumerate(ctx.messages):
+        if m.role != "assistant":
+            continue
+        for p in m.parts:
+            if p.type == "text" and p.content:
+                prose.update(dict.fromkeys(_specific(p.content), i))
+            elif p.type == "tool_call":
+                calls.update(dict.fromkeys(_specific(p.arguments or ""), i))
+    return prose, calls
 
 
 def predict(
@@ -99,44 +123,36 @@ def predict(
     """A need estimate for each candidate function object (prefix order kept)."""
     functions = ctx.index.functions()
     position = {f.id: i for i, f in enumerate(functions)}
-    later_prose: list[set[str]] = []  # specific tokens of the agent's prose after message i
-    later_calls: list[set[str]] = []  # ... and of its calls' arguments
-    prose: set[str] = set()
-    calls: set[str] = set()
-    for m in reversed(ctx.messages):
-        later_prose.append(set(prose))
-        later_calls.append(set(calls))
-        if m.role == "assistant":
-            for p in m.parts:
-                if p.type == "text" and p.content:
-                    prose |= _specific(p.content)
-                elif p.type == "tool_call":
-                    calls |= _specific(p.arguments or "")
-    later_prose.reverse()
-    later_calls.reverse()
-    writes = {f.id: _writes(ctx, f) for f in functions}
+    prose, calls = _last_mentions(ctx)
+    last_success: dict[str | None, int] = {}  # tool → position of its last call that worked
+    last_write: dict[str, ContextObject] = {}  # path → the last call that changed it
+    writes = {f.id: _writes(f) for f in functions}
+    for f in functions:
+        if not f.is_error:
+            last_success[f.tool_name] = position[f.id]
+        last_write.update(dict.fromkeys(writes[f.id], f))
     out: list[Estimate] = []
     for f in candidates:
         body = sel.result_body(ctx, f)
         size = sel.body_tokens(ctx, f)
-        age = len(functions) - 1 - position[f.id]
+        here = position[f.id]
+        age = len(functions) - 1 - here
         recency = math.exp(-age / half_life) if half_life > 0 else 0.0
         if f.superseded_by is not None:
             out.append(Estimate(f, 0.0, "prune", f"superseded by {f.superseded_by}", size, size))
             continue
-        later = functions[position[f.id] + 1 :]
-        if f.is_error and any(g.tool_name == f.tool_name and not g.is_error for g in later):
+        if f.is_error and last_success.get(f.tool_name, -1) > here:
             out.append(Estimate(f, 0.0, "prune", "failed_attempt", size, size))
             continue
-        read = _paths(_args(ctx, f)) if not writes[f.id] else set()
-        replaced = next((g for g in later if read & writes[g.id]), None)
-        if replaced is not None:
-            reason = f"file view replaced by {replaced.id}"
+        read = _paths(_args(f)) if not writes[f.id] else set()
+        replaced = [g for p in sorted(read) if (g := last_write.get(p)) and position[g.id] > here]
+        if replaced:
+            reason = f"file view replaced by {replaced[0].id}"
             out.append(Estimate(f, 0.05, "prune", reason, size, size))
             continue
         values = _values(body)
-        live = values & later_calls[f.result_index]
-        restated = values & later_prose[f.result_index]
+        live = {t for t in values if calls.get(t, -1) > f.result_index}
+        restated = {t for t in values if prose.get(t, -1) > f.result_index}
         score = 0.25 + 0.5 * recency
         reasons = [f"recency {recency:.2f}"]
         if live:
@@ -147,16 +163,16 @@ def predict(
             reasons.append("restated by the agent")
         score = max(0.0, min(1.0, score))
         reason = "; ".join(reasons)
-        if sel.is_log_like(body, log_min_lines, log_shape_ratio):
+        if _log_like(body, log_min_lines, log_shape_ratio):
             keep = int(len(body) * mask_ratio)
-            saving = size - ctx.count(body[:keep] + body[len(body) - keep :])
+            saving = sel.replaced_saving(ctx, f, mask_text(body, keep, keep, ctx.count))
             out.append(
-                Estimate(f, score, "mask", "repetitive_log; " + reason, size, max(0, saving))
+                Estimate(f, score, "mask", "repetitive_log; " + reason, size, max(0, saving), keep)
             )
             continue
-        compacted = compact_json(body)
+        compacted = _compact(body)
         if compacted is not None:
-            saving = size - ctx.count(compacted)
+            saving = sel.replaced_saving(ctx, f, compacted)
             out.append(Estimate(f, score, "compact", "structured; " + reason, size, max(0, saving)))
             continue
         out.append(Estimate(f, score, "fold", reason, size, size))
@@ -169,7 +185,7 @@ def priority(estimates: Sequence[Estimate]) -> list[Estimate]:
     body, and what a future step needs is a small part of one (a record, a line)."""
     free = [e for e in estimates if e.action in ("prune", "compact")]
     rest = sorted(
-        (e for e in estimates if e not in free),
+        (e for e in estimates if e.action not in ("prune", "compact")),
         key=lambda e: (e.score / math.sqrt(max(e.saving, 1)), -e.saving),
     )
     return [*free, *rest]

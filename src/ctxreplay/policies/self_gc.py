@@ -171,7 +171,7 @@ class SelfGC(ModelPlannerMixin, Policy):
         free = [e for e in order if e.action in ("prune", "compact") and e.saving > 0]
         planned = sum(e.saving for e in free)
         spent = spend(
-            ((e, e.saving) for e in order if e not in free),
+            ((e, e.saving) for e in order if e.action not in ("prune", "compact")),
             need,
             planned=planned,
             why="every other result is among the last keep_recent or frees nothing",
@@ -184,8 +184,7 @@ class SelfGC(ModelPlannerMixin, Policy):
     def _estimate_edit(self, ctx: PrefixContext, e: Estimate) -> Edit:
         reason = f"{e.reason} (need {e.score:.2f})"
         if e.action == "mask":
-            keep = int(len(sel.result_body(ctx, e.obj)) * self.params.mask_ratio)
-            return Edit(e.obj.id, "mask", head=keep, tail=keep, reason=reason)
+            return Edit(e.obj.id, "mask", head=e.keep, tail=e.keep, reason=reason)
         return Edit(e.obj.id, e.action, reason=reason)
 
     def _rule(
