@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..datasets.messages import Message, Part, arguments_object
 from ..datasets.schema import CATEGORIES
@@ -76,6 +76,53 @@ def shorten(text: str, limit: int) -> str:
     tail = max(1, limit - head)
     cut = len(text) - head - tail
     return f"{text[:head]}⟦{cut:,} characters not shown here⟧{text[-tail:]}"
+
+
+S = TypeVar("S", int, float)
+
+
+@dataclass(frozen=True)
+class FittedPrompt(Generic[S]):
+    """A ``[system, user]`` request around one data block (see ``fit_prompt``)."""
+
+    messages: list[dict[str, str]]
+    nonce: str
+    tokens: int
+    setting: S  # the block's size setting that fitted (0: the smallest, fitting or not)
+    over_budget: bool
+
+
+def fit_prompt(
+    system: str,
+    user: Callable[[str, str], str],
+    render: Callable[[S], str],
+    first: S,
+    shrink: Callable[[S], S],
+    *,
+    count: Callable[[str], int],
+    max_prompt_tokens: int,
+) -> FittedPrompt[S]:
+    """``[system, user]`` for a data block shrunk until the prompt fits: the block is
+    ``render(setting)`` (already neutralised), from ``first`` down by ``shrink`` to 0; its nonce is
+    derived from its text (deterministic requests and cache keys) and ``user(block, nonce)`` is
+    the user message. ``over_budget``: even the smallest block did not fit."""
+    fixed = count(system)
+    setting = first
+    while True:
+        block = render(setting)
+        nonce = hashlib.sha256(block.encode("utf-8")).hexdigest()[:12]
+        content = user(block, nonce)
+        tokens = fixed + count(content)
+        if tokens <= max_prompt_tokens or not setting:
+            break
+        setting = shrink(setting)
+    return FittedPrompt(
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": content}],
+        nonce=nonce,
+        tokens=tokens,
+        setting=setting,
+        over_budget=tokens > max_prompt_tokens,
+    )
 
 
 _KEYWORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:@#\-]{2,}[A-Za-z0-9]")

@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ..datasets.messages import Part
-from ..replay.objects import ContextObject, ObjectIndex
+from ..replay.objects import ContextObject, ObjectIndex, latest_user_message
+from ..replay.plan import Edit
 from .base import PrefixContext
 
 #: OpenCode's prune, OpenClaw's hard-clear and Claude Code's microcompact all use this text.
@@ -43,7 +44,8 @@ def result_body(ctx: PrefixContext, obj: ContextObject) -> str:
 
 
 def body_tokens(ctx: PrefixContext, obj: ContextObject) -> int:
-    return ctx.count(result_body(ctx, obj))
+    """Tokens of the result body (counted once, when the prefix was indexed)."""
+    return obj.result_tokens
 
 
 def replaced_saving(ctx: PrefixContext, obj: ContextObject, new_body: str) -> int:
@@ -51,14 +53,31 @@ def replaced_saving(ctx: PrefixContext, obj: ContextObject, new_body: str) -> in
     return body_tokens(ctx, obj) - ctx.count(new_body)
 
 
+def clear(obj: ContextObject, placeholder: str, reason: str, clear_inputs: bool = False) -> Edit:
+    """The edit that clears a tool result behind ``placeholder``; its call envelope stays (its
+    inputs become ``{}`` with ``clear_inputs``)."""
+    return Edit(obj.id, "prune", placeholder=placeholder, clear_inputs=clear_inputs, reason=reason)
+
+
+def call_line(
+    obj: ContextObject, body: str, args: str, *, arrow: str = "→", exact: bool = True
+) -> str:
+    """One call as a summary shows it: ``tool(args) → outcome``, the outcome ``error`` or the
+    lines ``body`` holds. ``exact`` (the digest's form): ``empty``, ``1 line``, ``<n> lines``, a
+    nameless tool shown as ``tool``; otherwise (``hybrid``'s summary lines) always ``<n>
+    lines`` and the name as recorded."""
+    n = line_count(body)
+    if obj.is_error:
+        outcome = "error"
+    elif not exact:
+        outcome = f"{n} lines"
+    else:
+        outcome = "empty" if n == 0 else f"{n} line" + ("" if n == 1 else "s")
+    tool = (obj.tool_name or "tool") if exact else obj.tool_name
+    return f"{tool}({args}) {arrow} {outcome}"
+
+
 # --- which objects a policy may touch -------------------------------------------------------
-
-
-def latest_user_message(index: ObjectIndex) -> int | None:
-    """Position of the message that carries the latest user turn's own words."""
-    if index.latest_turn is None:
-        return None
-    return index[index.latest_turn].messages[0]
 
 
 def editable_functions(ctx: PrefixContext) -> list[ContextObject]:
@@ -236,3 +255,8 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: max(0, limit - 1)].rstrip() + "…"
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (every run of whitespace one space), cut to ``limit`` characters."""
+    return clip(" ".join(text.split()), limit)

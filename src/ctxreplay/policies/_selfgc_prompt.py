@@ -26,7 +26,6 @@ Targets are not checked here: rehearsal drops unknown ids and protected objects,
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..datasets.messages import Message
-from ..judges.prompt import close_delimiter, neutralise, open_delimiter, shorten
+from ..judges.prompt import close_delimiter, fit_prompt, neutralise, open_delimiter, shorten
 from ..replay.objects import ContextObject, ObjectIndex
 
 PLAN_ACTIONS: tuple[str, ...] = ("fold", "mask", "prune")
@@ -255,21 +254,21 @@ def render_plan_prompt(
     the previews can be shortened enough (``over_budget`` says when they could not)."""
     total = sum(m.tokens for m in messages)
     instruction = _instruction(xml, summary_chars)
-    scale = 1.0
-    while True:
-        block = render_index(messages, index, scale)
-        nonce = hashlib.sha256(block.encode("utf-8")).hexdigest()[:12]
-        user = _user_message(block, nonce, total, instruction)
-        tokens = count(SYSTEM_PROMPT) + count(user)
-        if tokens <= max_prompt_tokens or scale == 0.0:
-            break
-        scale = scale / 2 if scale > 1 / 16 else 0.0
+    fitted = fit_prompt(
+        SYSTEM_PROMPT,
+        lambda block, nonce: _user_message(block, nonce, total, instruction),
+        lambda scale: render_index(messages, index, scale),
+        1.0,
+        lambda scale: scale / 2 if scale > 1 / 16 else 0.0,
+        count=count,
+        max_prompt_tokens=max_prompt_tokens,
+    )
     return RenderedPlanPrompt(
-        messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
-        nonce=nonce,
-        tokens=tokens,
-        scale=scale,
-        over_budget=tokens > max_prompt_tokens,
+        messages=fitted.messages,
+        nonce=fitted.nonce,
+        tokens=fitted.tokens,
+        scale=fitted.setting,
+        over_budget=fitted.over_budget,
         protected=protected_ids(index),
     )
 

@@ -10,7 +10,8 @@ the same removal:
 
 The need is the larger of the two (``tokens_to_remove``). Each policy maps it onto its own order
 (documented in its docstring): it spends candidate edits, most expendable first, until the need
-is met (``spend``), and records the outcome in ``Plan.meta["budget"]``::
+is met (``spend``; ``extend`` adds what it spends to the rule's own edits), and records the
+outcome in ``Plan.meta["budget"]``::
 
     {"need": 2048, "planned": 1310, "met": False,
      "reason": "target 0.40 of 5,120 editable tokens needs 2,048; only 1,310 removable: ..."}
@@ -27,11 +28,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..replay.objects import ObjectIndex
+from ..replay.objects import editable_positions
+from ..replay.plan import Edit
 from .base import PrefixContext
-
-#: roles that always stay in the view (never objects, never counted as editable)
-ALWAYS_KEPT_ROLES = ("system", "developer")
 
 #: the default explanation of a shortfall
 KEPT_BY_RULES = "every remaining object is protected or kept by the policy's rules"
@@ -50,9 +49,6 @@ class BudgetParams:
 
     def __post_init__(self) -> None:
         check_budget(self)
-        parent = getattr(super(), "__post_init__", None)  # cooperate with other Params mixins
-        if parent is not None:
-            parent()
 
 
 def check_budget(params: Any) -> None:
@@ -73,23 +69,10 @@ def check_budget(params: Any) -> None:
 # --- what may be edited ---------------------------------------------------------------------
 
 
-def protected_messages(index: ObjectIndex) -> frozenset[int]:
-    """Prefix positions no policy may change: the message carrying the latest user turn's words
-    (its execution span is not protected: policies keep recent calls by their own rules)."""
-    if index.latest_turn is None:
-        return frozenset()
-    return frozenset(index[index.latest_turn].messages[:1])
-
-
 def editable_tokens(ctx: PrefixContext) -> int:
     """Prefix tokens a policy may touch: all of them minus system/developer messages and minus
     the protected latest user message (with any tool results it carries)."""
-    protected = protected_messages(ctx.index)
-    return sum(
-        m.tokens
-        for i, m in enumerate(ctx.messages)
-        if i not in protected and m.role not in ALWAYS_KEPT_ROLES
-    )
+    return sum(ctx.messages[i].tokens for i in editable_positions(ctx.messages, ctx.index))
 
 
 # --- how much to remove ---------------------------------------------------------------------
@@ -112,11 +95,11 @@ class Need:
 
     @property
     def by_target(self) -> int:
-        return _ceil(self.target * self.editable) if self.target > 0 else 0
+        return _by_target(self.target, self.editable)
 
     @property
     def by_budget(self) -> int:
-        return max(0, self.prefix - self.budget) if self.budget > 0 else 0
+        return _by_budget(self.budget, self.prefix)
 
     def describe(self) -> str:
         """``target 0.40 of 5,120 editable tokens needs 2,048`` (the binding one of the two)."""
@@ -129,17 +112,22 @@ class Need:
         )
 
 
-def _ceil(x: float) -> int:
+def _by_target(target: float, editable: int) -> int:
     # 0.3 × 1000 is 300.00000000000006 in floating point: that is 300 tokens, not 301
-    return math.ceil(round(x, 6))
+    return math.ceil(round(target * editable, 6)) if target > 0 else 0
+
+
+def _by_budget(budget: int, prefix: int) -> int:
+    return max(0, prefix - budget) if budget > 0 else 0
 
 
 def need_for(ctx: PrefixContext, params: Any) -> Need:
     """The need of ``params`` (any Params; those without the budget fields need nothing)."""
     target = float(getattr(params, "target", 0.0) or 0.0)
     budget = int(getattr(params, "budget", 0) or 0)
-    need = Need(0, ctx.tokens, editable_tokens(ctx), target, budget)
-    return Need(max(need.by_target, need.by_budget), need.prefix, need.editable, target, budget)
+    prefix, editable = ctx.tokens, editable_tokens(ctx)
+    tokens = max(_by_target(target, editable), _by_budget(budget, prefix))
+    return Need(tokens, prefix, editable, target, budget)
 
 
 def tokens_to_remove(ctx: PrefixContext, params: Any) -> int:
@@ -198,28 +186,91 @@ def spend(
     return Spending(tuple(chosen), planned, met, None if met else shortfall(need, planned, why))
 
 
-def budget_meta(need: Need, planned: int, reason: str | None = None) -> dict[str, Any]:
-    """``Plan.meta["budget"]``: the need, the tokens planned, whether it is met, and why not."""
-    met = planned >= need.tokens
-    if not met and reason is None:
-        reason = shortfall(need, planned)
-    return {"need": need.tokens, "planned": planned, "met": met, "reason": None if met else reason}
+def budget_meta(
+    need: Need, planned: int | Spending[Any], reason: str | None = None
+) -> dict[str, Any]:
+    """``Plan.meta["budget"]``: the need, the tokens planned, whether it is met, and why not.
+
+    ``planned``: what ``spend`` returned (recorded as it is), or the tokens planned in all
+    (``reason`` then says why they fall short; by default, the policy's rules)."""
+    if not isinstance(planned, Spending):
+        met = planned >= need.tokens
+        if not met and reason is None:
+            reason = shortfall(need, planned)
+        planned = Spending((), planned, met, None if met else reason)
+    return {
+        "need": need.tokens,
+        "planned": planned.planned,
+        "met": planned.met,
+        "reason": planned.reason,
+    }
 
 
 def with_budget(
-    meta: dict[str, Any], need: Need, planned: int, reason: str | None = None
+    meta: dict[str, Any], need: Need, planned: int | Spending[Any], reason: str | None = None
 ) -> dict[str, Any]:
-    """``meta`` plus the budget record when a target or budget is set (unchanged otherwise)."""
+    """``meta`` plus the budget record (``budget_meta``) when a target or budget is set
+    (unchanged otherwise)."""
     if not need.active:
         return meta
     return {**meta, "budget": budget_meta(need, planned, reason)}
 
 
+@dataclass(frozen=True)
+class Extension:
+    """A policy's own edits extended under a need: see ``extend``."""
+
+    edits: tuple[Edit, ...]
+    spent: Spending[Edit]
+    need: Need
+
+    def meta(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """``meta`` plus the budget record of this extension (when a need is set)."""
+        return with_budget(meta, self.need, self.spent)
+
+
+def extend(
+    ctx: PrefixContext,
+    need: Need,
+    edits: Iterable[Edit],
+    candidates: Iterable[tuple[Edit, int]],
+    *,
+    planned: int,
+    why: str = KEPT_BY_RULES,
+) -> Extension:
+    """The budget step of a rule-based policy: its own ``edits`` (which free ``planned`` tokens)
+    plus the ``candidates`` that ``spend`` chooses to meet ``need`` (none when no need is
+    set), an edit chosen for an object replacing the rule's edit of it; in prefix order."""
+    if need.active:
+        spent = spend(candidates, need, planned=planned, why=why)
+    else:
+        spent = Spending((), planned, True)
+    merged = {e.object_id: e for e in edits}
+    merged.update((e.object_id, e) for e in spent.edits)
+    order = {o.id: k for k, o in enumerate(ctx.index.objects)}
+    ordered = tuple(sorted(merged.values(), key=lambda e: order[e.object_id]))
+    return Extension(ordered, spent, need)
+
+
+def estimate_meta(need: Need, planned: int) -> dict[str, Any]:
+    """The view estimate of a policy whose stop is the need: the prefix less what it plans, and
+    the size the need asks for."""
+    return {"estimated_tokens": need.prefix - planned, "target_tokens": need.prefix - need.tokens}
+
+
+def no_edit(need: Need, why: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The plan meta of a policy that edits nothing because of ``why`` (a trigger not reached,
+    too little freed), whatever the need."""
+    return with_budget(meta or {}, need, 0, f"{need.describe()}; no edit: {why}")
+
+
 def not_triggered(need: Need, prefix: int, trigger: int, name: str) -> dict[str, Any]:
-    """The plan meta of a policy whose trigger was not reached (no edit, whatever the need)."""
-    return with_budget(
-        {},
-        need,
-        0,
-        f"{need.describe()}; no edit: the prefix holds {prefix:,} tokens, below {name}={trigger:,}",
-    )
+    """The plan meta of a policy whose trigger was not reached."""
+    return no_edit(need, f"the prefix holds {prefix:,} tokens, below {name}={trigger:,}")
+
+
+def freed_too_little(
+    need: Need, freed: int, clear_at_least: int, meta: dict[str, Any]
+) -> dict[str, Any]:
+    """The plan meta of a policy whose edits would free less than its ``clear_at_least``."""
+    return no_edit(need, f"{freed:,} tokens freed < clear_at_least={clear_at_least:,}", meta)

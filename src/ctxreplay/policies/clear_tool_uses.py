@@ -9,7 +9,7 @@ from ..replay.objects import ContextObject, part_tokens
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
-from .budget import BudgetParams, need_for, not_triggered, spend, with_budget
+from .budget import BudgetParams, extend, freed_too_little, need_for, not_triggered
 
 #: Anthropic documents only that cleared results are replaced "with placeholder text to let
 #: Claude know the tool result was removed"; the text itself is not published. LangChain's
@@ -76,36 +76,26 @@ class ClearToolUses(Policy):
                 continue
             freed += self._saving(ctx, f)
             edits.append(self._clear(f))
-        reason = None
-        if need.active:
-            extra = spend(
-                ((self._clear(f), self._saving(ctx, f)) for f in window),
-                need,
-                planned=freed,
-                why="every clearable tool result is cleared; call envelopes, placeholders and "
-                "excluded tools stay",
-            )
-            edits += extra.edits
-            freed, reason = extra.planned, extra.reason
-        if not edits or freed < p.clear_at_least:
-            meta = {"cleared_input_tokens": 0, "cleared_tool_uses": 0}
-            if edits:
-                reason = (
-                    f"{need.describe()}; no edit: {freed:,} tokens freed < "
-                    f"clear_at_least={p.clear_at_least:,}"
-                )
-            return Plan(meta=with_budget(meta, need, 0, reason))
-        meta = {"cleared_input_tokens": freed, "cleared_tool_uses": len(edits)}
-        return Plan(tuple(edits), meta=with_budget(meta, need, freed, reason))
+        ext = extend(
+            ctx,
+            need,
+            edits,
+            ((self._clear(f), self._saving(ctx, f)) for f in window),
+            planned=freed,
+            why="every clearable tool result is cleared; call envelopes, placeholders and "
+            "excluded tools stay",
+        )
+        freed = ext.spent.planned
+        none = {"cleared_input_tokens": 0, "cleared_tool_uses": 0}
+        if not ext.edits:
+            return Plan(meta=ext.meta(none))
+        if freed < p.clear_at_least:
+            return Plan(meta=freed_too_little(need, freed, p.clear_at_least, none))
+        meta = {"cleared_input_tokens": freed, "cleared_tool_uses": len(ext.edits)}
+        return Plan(ext.edits, meta=ext.meta(meta))
 
     def _clear(self, f: ContextObject) -> Edit:
-        return Edit(
-            f.id,
-            "prune",
-            placeholder=PLACEHOLDER,
-            clear_inputs=self.params.clear_tool_inputs,
-            reason="clear_tool_uses",
-        )
+        return sel.clear(f, PLACEHOLDER, "clear_tool_uses", self.params.clear_tool_inputs)
 
     def _saving(self, ctx: PrefixContext, f: ContextObject) -> int:
         saving = sel.replaced_saving(ctx, f, PLACEHOLDER)

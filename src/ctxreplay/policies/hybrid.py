@@ -9,17 +9,16 @@ from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
-from .budget import BudgetParams, need_for, not_triggered, spend, with_budget
+from .budget import BudgetParams, extend, need_for, not_triggered
 from .observation_masking import mask_saving, observation_masks, window_masks
 
 
 def summary_line(ctx: PrefixContext, f: ContextObject, args_chars: int, digest_chars: int) -> str:
     """One deterministic summary line for a folded call: what was called, what came back."""
     body = sel.result_body(ctx, f)
-    args = sel.clip(" ".join((f.arguments or "").split()), args_chars)
-    status = "error" if f.is_error else f"{sel.line_count(body)} lines"
+    args = sel.one_line(f.arguments or "", args_chars)
     digest = sel.clip(sel.first_line(body), digest_chars) or "(empty)"
-    return f"[summary] {f.tool_name}({args}) -> {status}: {digest}"
+    return f"[summary] {sel.call_line(f, body, args, arrow='->', exact=False)}: {digest}"
 
 
 @policy("hybrid")
@@ -73,27 +72,18 @@ class Hybrid(Policy):
                     continue
                 edits[f.id] = self._summary(ctx, f, "summarised")
                 summarised += 1
-        meta: dict[str, object] = {"summarised": summarised}
-        if need.active:
-            saving = {oid: self._saving(ctx, e) for oid, e in edits.items()}
-            masks = spend(window_masks(ctx, edits, True), need, planned=sum(saving.values()))
-            for e in masks.edits:
-                edits[e.object_id] = e
-                saving[e.object_id] = mask_saving(ctx, e)
-            folds = spend(
-                self._summaries(ctx, edits, saving),
-                need,
-                planned=masks.planned,
-                why="every tool use is summarised; call envelopes, summary lines and the latest "
-                "user message stay",
-            )
-            for e in folds.edits:
-                edits[e.object_id] = e
-            summarised += len(folds.edits)
-            meta = with_budget({"summarised": summarised}, need, folds.planned, folds.reason)
-        order = {f.id: i for i, f in enumerate(functions)}
-        ordered = tuple(sorted(edits.values(), key=lambda e: order[e.object_id]))
-        return Plan(ordered, meta=meta)
+        saving = {oid: self._saving(ctx, e) for oid, e in edits.items()} if need.active else {}
+        ext = extend(
+            ctx,
+            need,
+            edits.values(),
+            self._budget(ctx, edits, saving),
+            planned=sum(saving.values()),
+            why="every tool use is summarised; call envelopes, summary lines and the latest "
+            "user message stay",
+        )
+        summarised += sum(e.action == "fold" for e in ext.spent.edits)
+        return Plan(ext.edits, meta=ext.meta({"summarised": summarised}))
 
     def _summary(self, ctx: PrefixContext, f: ContextObject, reason: str) -> Edit:
         note = summary_line(ctx, f, self.params.args_chars, self.params.digest_chars)
@@ -104,11 +94,17 @@ class Hybrid(Policy):
             return sel.replaced_saving(ctx, ctx.index[edit.object_id], edit.note or "")
         return mask_saving(ctx, edit)
 
-    def _summaries(
+    def _budget(
         self, ctx: PrefixContext, edits: dict[str, Edit], saving: dict[str, int]
     ) -> Iterator[tuple[Edit, int]]:
-        """The last resort under a budget: summarise the oldest tool uses not yet summarised
-        (what each frees beyond its mask, if it has one)."""
+        """Budget candidates once the rules are applied (``saving``: what each of their
+        ``edits`` frees): the window's observations masked, oldest first, then, as the last
+        resort, the oldest tool uses not yet summarised folded into their summary line (what
+        each frees beyond its mask, if it has one)."""
+        for edit, gain in window_masks(ctx, edits, True):
+            yield edit, gain
+            if gain > 0:  # read on: spend took this mask (it takes every one that frees tokens)
+                saving[edit.object_id] = gain
         for f in sel.editable_functions(ctx):
             current = edits.get(f.id)
             if current is not None and current.action == "fold":

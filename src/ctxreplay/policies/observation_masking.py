@@ -9,7 +9,7 @@ from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
-from .budget import BudgetParams, need_for, not_triggered, spend, with_budget
+from .budget import BudgetParams, extend, need_for, not_triggered
 
 _PREFIX = "Old environment output: ("
 
@@ -46,14 +46,9 @@ def window_masks(
 ) -> Iterator[tuple[Edit, int]]:
     """Budget candidates once the window rule is applied: every other observation, oldest first
     (the window shrinks; the most recent is the last to go; the first stays with ``keep_first``)."""
-    functions = ctx.index.functions()
-    first = functions[0].id if keep_first and functions else None
-    for f in sel.editable_functions(ctx):
-        if f.id in planned or f.id == first or _already_masked(ctx, f):
-            continue
-        text = masked_observation(sel.result_body(ctx, f))
-        edit = Edit(f.id, "prune", placeholder=text, reason="budget")
-        yield edit, mask_saving(ctx, edit)
+    for object_id, edit in observation_masks(ctx, 0, keep_first, "budget").items():
+        if object_id not in planned:
+            yield edit, mask_saving(ctx, edit)
 
 
 def _already_masked(ctx: PrefixContext, f: ContextObject) -> bool:
@@ -98,15 +93,14 @@ class ObservationMasking(Policy):
         edits = observation_masks(ctx, p.keep, p.keep_first, "outside_window")
         if not need.active:
             return Plan(tuple(edits.values()))
-        extra = spend(
-            window_masks(ctx, edits, p.keep_first),
+        ext = extend(
+            ctx,
             need,
+            edits.values(),
+            window_masks(ctx, edits, p.keep_first),
             planned=sum(mask_saving(ctx, e) for e in edits.values()),
             why="every observation is masked"
             + (" but the first (keep_first)" if p.keep_first else "")
             + "; call envelopes, placeholders and the latest user message stay",
         )
-        edits.update((e.object_id, e) for e in extra.edits)
-        order = {f.id: i for i, f in enumerate(ctx.index.functions())}
-        ordered = tuple(sorted(edits.values(), key=lambda e: order[e.object_id]))
-        return Plan(ordered, meta=with_budget({}, need, extra.planned, extra.reason))
+        return Plan(ext.edits, meta=ext.meta({}))

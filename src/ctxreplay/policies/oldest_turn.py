@@ -10,7 +10,7 @@ from ..replay.plan import Edit, Plan
 from ..replay.view import fold_pointer, make_archive
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
-from .budget import BudgetParams, need_for, not_triggered, spend, with_budget
+from .budget import BudgetParams, estimate_meta, need_for, not_triggered, spend, with_budget
 
 
 @policy("oldest-turn")
@@ -65,8 +65,8 @@ class OldestTurn(Policy):
                 why="only the system prompt, the first and the latest user turns, and what "
                 "rehearsal would refuse stay",
             )
-            meta = {"estimated_tokens": total - spent.planned, "target_tokens": total - need.tokens}
-            return Plan(spent.edits, meta=with_budget(meta, need, spent.planned, spent.reason))
+            meta = with_budget(estimate_meta(need, spent.planned), need, spent)
+            return Plan(spent.edits, meta=meta)
         target = p.target_ratio * total
         estimate = total
         edits: list[Edit] = []

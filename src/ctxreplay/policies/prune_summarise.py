@@ -3,7 +3,6 @@ placed where the first of them was."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import re
@@ -13,8 +12,8 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..judges.anchors import LOCATOR_KINDS, extract
-from ..judges.facts import ERROR, facts_of, key_words
-from ..judges.prompt import close_delimiter, neutralise, open_delimiter, shorten
+from ..judges.facts import ERROR, facts_of, key_words, parse_json
+from ..judges.prompt import close_delimiter, fit_prompt, neutralise, open_delimiter, shorten
 from ..replay.objects import ContextObject, part_tokens
 from ..replay.plan import Edit, Plan
 from . import _select as sel
@@ -114,8 +113,9 @@ class PruneSummarise(ModelPlannerMixin, Policy):
         else:
             digest = rules_digest(ctx, evicted, p.summary_tokens)
             text, meta = digest.text, {"planner": "rules", "l_gc": 0.0, **digest.meta}
-        saving = sum(f.tokens for f in evicted) - _call_tokens(ctx, evicted[0]) - ctx.count(text)
-        meta = {**meta, "summarised": len(evicted), "summary_tokens": ctx.count(text)}
+        size = ctx.count(text)
+        saving = sum(f.tokens for f in evicted) - _call_tokens(ctx, evicted[0]) - size
+        meta = {**meta, "summarised": len(evicted), "summary_tokens": size}
         if saving <= 0:
             return Plan(meta={**meta, "skipped": "no_saving"})
         host, rest = evicted[0], evicted[1:]
@@ -215,32 +215,25 @@ class _Item:
 
 def call_summary(f: ContextObject, body: str) -> str:
     """``tool(key=value, …) → outcome`` for one pair."""
-    return f"{f.tool_name or 'tool'}({key_arguments(f.arguments)}) → {_outcome(f, body)}"
+    return sel.call_line(f, body, key_arguments(f.arguments))
 
 
 def key_arguments(arguments: str | None) -> str:
     try:
         value = json.loads(arguments or "{}")
     except ValueError:
-        return sel.clip(" ".join((arguments or "").split()), ARGS_CHARS)
+        return sel.one_line(arguments or "", ARGS_CHARS)
     if isinstance(value, dict):
         shown = ", ".join(f"{k}={sel.clip(_scalar(v), 80)}" for k, v in value.items())
     else:
         shown = _scalar(value)
-    return sel.clip(" ".join(shown.split()), ARGS_CHARS)
+    return sel.one_line(shown, ARGS_CHARS)
 
 
 def _scalar(value: object) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _outcome(f: ContextObject, body: str) -> str:
-    if f.is_error:
-        return "error"
-    n = sel.line_count(body)
-    return "empty" if n == 0 else f"{n} line" + ("" if n == 1 else "s")
 
 
 @lru_cache(maxsize=512)
@@ -253,7 +246,7 @@ def result_facts(body: str) -> tuple[tuple[str, str, str, int], ...]:
     orders the items of one kind as the result does. Cached: the cases of a session share their
     older results."""
     out: dict[str, dict[str, tuple[str, int]]] = {k: {} for k in CAPS}
-    doc = _json_document(body)
+    doc = parse_json(body)
     if doc is not None:
         fields = list(json_fields(doc))
     else:
@@ -297,16 +290,6 @@ def result_facts(body: str) -> tuple[tuple[str, str, str, int], ...]:
     )
 
 
-def _json_document(body: str) -> object | None:
-    text = body.strip()
-    if text[:1] not in ("{", "["):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
 def _json_text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
@@ -347,9 +330,10 @@ def next_decision(ctx: PrefixContext, f: ContextObject) -> tuple[int, str] | Non
         m = ctx.messages[i]
         if m.role != "assistant":
             continue
-        words = " ".join(p.content or "" for p in m.parts if p.type == "text")
-        words = " ".join(words.split())
-        return (i, sel.clip(words, DECISION_CHARS)) if words else None
+        words = sel.one_line(
+            " ".join(p.content or "" for p in m.parts if p.type == "text"), DECISION_CHARS
+        )
+        return (i, words) if words else None
     return None
 
 
@@ -372,6 +356,7 @@ def rules_digest(ctx: PrefixContext, evicted: Sequence[ContextObject], budget: i
     order = sorted(range(len(items)), key=lambda j: (items[j].rank, -items[j].pair, j))
     n = len(evicted)
     used = ctx.count(summary_title(n, n))
+    header_cost = [ctx.count(f"\n- {header}") for header in headers]  # each pair's is needed
     chosen: list[_Item] = []
     listed: set[int] = set()
     groups: set[tuple[int, str]] = set()
@@ -382,7 +367,7 @@ def rules_digest(ctx: PrefixContext, evicted: Sequence[ContextObject], budget: i
             continue
         if item.kind == "keyed_id" and _already_said(item.value, said[item.pair]):
             continue  # the call's own arguments name it
-        cost = 0 if item.pair in listed else ctx.count(f"\n- {headers[item.pair]}")
+        cost = 0 if item.pair in listed else header_cost[item.pair]
         group = GROUP.get(item.kind)
         if item.kind == "header":
             pass
@@ -401,10 +386,12 @@ def rules_digest(ctx: PrefixContext, evicted: Sequence[ContextObject], budget: i
             groups.add((item.pair, group))
         said[item.pair] += "\n" + item.text
     text = render_digest(n, headers, chosen)
-    while chosen and ctx.count(text) > budget:  # the estimate was short: drop the last chosen
+    size = ctx.count(text)
+    while chosen and size > budget:  # the estimate was short: drop the last chosen
         chosen.pop()
         text = render_digest(n, headers, chosen)
-    if ctx.count(text) > budget:
+        size = ctx.count(text)
+    if size > budget:
         text = clip_tokens(text, budget, ctx.count)
     facts = [i for i in items if i.kind != "header"]
     return Digest(
@@ -516,25 +503,29 @@ def render_summary_prompt(
     max_prompt_tokens: int,
 ) -> RenderedSummaryPrompt:
     """``[system, user]`` for the evicted pairs, shrinking the results until within budget."""
-    cap = RESULT_CHARS
-    while True:
-        block = render_pairs(ctx, evicted, cap)
-        nonce = hashlib.sha256(block.encode("utf-8")).hexdigest()[:12]
-        user = (
+
+    def user(block: str, nonce: str) -> str:
+        return (
             f"The nonce of this prompt's data block is {nonce}.\n\n"
             f"TOOL CALLS to summarise ({len(evicted)}), oldest first:\n"
             f"{open_delimiter('tool_calls', nonce)}\n{block}\n"
             f"{close_delimiter('tool_calls', nonce)}\n\n"
             f"Write the summary in at most {summary_tokens} tokens."
         )
-        tokens = ctx.count(SYSTEM_PROMPT) + ctx.count(user)
-        if tokens <= max_prompt_tokens or cap == 0:
-            break
-        cap = cap // 2 if cap > 60 else 0
+
+    fitted = fit_prompt(
+        SYSTEM_PROMPT,
+        user,
+        lambda cap: render_pairs(ctx, evicted, cap),
+        RESULT_CHARS,
+        lambda cap: cap // 2 if cap > 60 else 0,
+        count=ctx.count,
+        max_prompt_tokens=max_prompt_tokens,
+    )
     return RenderedSummaryPrompt(
-        messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
-        nonce=nonce,
-        tokens=tokens,
-        cap=cap,
-        over_budget=tokens > max_prompt_tokens,
+        messages=fitted.messages,
+        nonce=fitted.nonce,
+        tokens=fitted.tokens,
+        cap=fitted.setting,
+        over_budget=fitted.over_budget,
     )

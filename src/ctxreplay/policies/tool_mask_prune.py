@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from ..replay.view import mask_text
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
-from .budget import BudgetParams, Need, need_for, not_triggered, spend, with_budget
+from .budget import BudgetParams, Need, estimate_meta, extend, need_for, not_triggered
 
 
 @policy("tool-mask+prune")
@@ -92,7 +93,7 @@ class ToolMaskPrune(Policy):
             gained = saving - savings.get(f.id, 0)
             if gained <= 0:
                 continue
-            edits[f.id] = Edit(f.id, "prune", placeholder=p.placeholder, reason="hard_clear")
+            edits[f.id] = sel.clear(f, p.placeholder, "hard_clear")
             savings[f.id] = saving
             estimate -= gained
         ordered = tuple(edits[f.id] for f in old if f.id in edits)
@@ -110,34 +111,30 @@ class ToolMaskPrune(Policy):
         """Under a target or budget: hard-clear the oldest results outside the window (what each
         frees beyond its mask), then the window's, oldest first, until the need is met."""
         p = self.params
-        clears = spend(
-            (
-                (self._clear(f, "hard_clear"), self._clear_saving(ctx, f) - savings.get(f.id, 0))
-                for f in old
-            ),
-            need,
-            planned=sum(savings.values()),
-        )
         excluded = set(p.exclude_tools)
         window = [
             f for f in sel.editable_functions(ctx) if f.id in recent and f.tool_name not in excluded
         ]
-        more = spend(
-            ((self._clear(f, "budget"), self._clear_saving(ctx, f)) for f in window),
+        hard_clears = (
+            (
+                sel.clear(f, p.placeholder, "hard_clear"),
+                self._clear_saving(ctx, f) - savings.get(f.id, 0),
+            )
+            for f in old
+        )
+        window_clears = (
+            (sel.clear(f, p.placeholder, "budget"), self._clear_saving(ctx, f)) for f in window
+        )
+        ext = extend(
+            ctx,
             need,
-            planned=clears.planned,
+            edits.values(),
+            chain(hard_clears, window_clears),
+            planned=sum(savings.values()),
             why="every clearable tool result is cleared; call envelopes, placeholders, excluded "
             "tools and the latest user message stay",
         )
-        for e in (*clears.edits, *more.edits):
-            edits[e.object_id] = e
-        ordered = tuple(edits[f.id] for f in ctx.index.functions() if f.id in edits)
-        total = ctx.tokens
-        meta = {"estimated_tokens": total - more.planned, "target_tokens": total - need.tokens}
-        return Plan(ordered, meta=with_budget(meta, need, more.planned, more.reason))
-
-    def _clear(self, f: ContextObject, reason: str) -> Edit:
-        return Edit(f.id, "prune", placeholder=self.params.placeholder, reason=reason)
+        return Plan(ext.edits, meta=ext.meta(estimate_meta(need, ext.spent.planned)))
 
     def _head_tail(self, length: int) -> tuple[int, int]:
         p = self.params

@@ -8,7 +8,7 @@ from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, PrefixContext, policy
-from .budget import BudgetParams, need_for, not_triggered, spend, with_budget
+from .budget import BudgetParams, extend, freed_too_little, need_for, not_triggered
 
 
 @policy("tool-prune")
@@ -64,31 +64,24 @@ class ToolPrune(Policy):
             if saving <= 0:
                 continue
             freed += saving
-            edits.append(self._clear(obj, "outside_recent"))
-        reason = None
-        if need.active:
-            extra = spend(
-                (
-                    (self._clear(f, "budget"), sel.replaced_saving(ctx, f, p.placeholder))
-                    for f in recent
-                ),
-                need,
-                planned=freed,
-                why="every clearable tool result is cleared; call envelopes, placeholders, "
-                "excluded tools and the latest user message stay",
-            )
-            edits += extra.edits
-            freed, reason = extra.planned, extra.reason
+            edits.append(sel.clear(obj, p.placeholder, "outside_recent"))
+        ext = extend(
+            ctx,
+            need,
+            edits,
+            (
+                (sel.clear(f, p.placeholder, "budget"), sel.replaced_saving(ctx, f, p.placeholder))
+                for f in recent
+            ),
+            planned=freed,
+            why="every clearable tool result is cleared; call envelopes, placeholders, "
+            "excluded tools and the latest user message stay",
+        )
+        freed = ext.spent.planned
         if freed < p.clear_at_least:
             meta = {"freed_tokens": freed, "skipped": "clear_at_least"}
-            skipped = f"no edit: {freed:,} tokens freed < clear_at_least={p.clear_at_least:,}"
-            return Plan(meta=with_budget(meta, need, 0, f"{need.describe()}; {skipped}"))
-        order = {f.id: i for i, f in enumerate(ctx.index.functions())}
-        edits.sort(key=lambda e: order[e.object_id])
-        return Plan(tuple(edits), meta=with_budget({"freed_tokens": freed}, need, freed, reason))
-
-    def _clear(self, obj: ContextObject, reason: str) -> Edit:
-        return Edit(obj.id, "prune", placeholder=self.params.placeholder, reason=reason)
+            return Plan(meta=freed_too_little(need, freed, p.clear_at_least, meta))
+        return Plan(ext.edits, meta=ext.meta({"freed_tokens": freed}))
 
     def _candidates(self, ctx: PrefixContext) -> tuple[list[ContextObject], list[ContextObject]]:
         """Clearable results outside the recent window, and those inside it (oldest first)."""

@@ -49,6 +49,7 @@ class ContextObject:
     #: the object (turn) whose span holds this function call
     parent: str | None = None
     result_chars: int = 0
+    result_tokens: int = 0  # tokens of the result body alone (a function's share of ``tokens``)
 
     @property
     def call_index(self) -> int:
@@ -78,6 +79,25 @@ class ObjectIndex:
 
     def turns(self) -> list[ContextObject]:
         return [o for o in self.objects if o.kind == "user_turn"]
+
+
+#: roles that always stay in the view (never objects, never editable)
+ALWAYS_KEPT_ROLES = ("system", "developer")
+
+
+def latest_user_message(index: ObjectIndex) -> int | None:
+    """Position of the message that carries the latest user turn's own words: no policy may
+    change it (its execution span is not protected: policies keep recent calls by their rules)."""
+    if index.latest_turn is None:
+        return None
+    return index[index.latest_turn].messages[0]
+
+
+def editable_positions(messages: Sequence[Message], index: ObjectIndex) -> list[int]:
+    """Prefix positions a policy may change: every message but system/developer ones and the
+    one carrying the latest user turn's words (with any tool results it carries)."""
+    protected = latest_user_message(index)
+    return [i for i, m in enumerate(messages) if i != protected and m.role not in ALWAYS_KEPT_ROLES]
 
 
 def tool_slug(name: str | None) -> str:
@@ -141,7 +161,8 @@ def build_index(messages: Sequence[Message], count: Callable[[str], int]) -> Obj
             if p.id not in result_at:
                 continue  # an unanswered call is not an editable pair
             j, response = result_at[p.id]
-            tokens = part_tokens(p, count) + part_tokens(response, count)
+            result_tokens = part_tokens(response, count)
+            tokens = part_tokens(p, count) + result_tokens
             functions.append(
                 ContextObject(
                     id=f"function:{tool_slug(p.name)}:{n}",
@@ -155,6 +176,7 @@ def build_index(messages: Sequence[Message], count: Callable[[str], int]) -> Obj
                     is_error=messages[j].is_error,
                     parent=turn_ids.get(turn_of[i]),
                     result_chars=len(response.content or ""),
+                    result_tokens=result_tokens,
                 )
             )
     # supersession: same tool + same arguments called again later
