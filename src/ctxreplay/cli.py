@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn, overload
 
 import click
 
@@ -14,9 +15,28 @@ from . import __version__
 from .judges.base import DEFAULT_JUDGE
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+@overload
+def _deps_labels(value: str) -> str | None: ...
+@overload
+def _deps_labels(value: str, option: str) -> str: ...
+def _deps_labels(value: str, option: str | None = None) -> str | None:
+    """The labels path of a ``deps:LABELS`` value (a malformed one exits). Given the ``option``
+    it came from, the value must be ``deps:LABELS`` (anything else exits naming the option);
+    without it, anything else is None."""
+    from .judges.calibrate import parse_deps_against
+
+    try:
+        labels = parse_deps_against(value)
+    except ValueError as e:
+        _fail(str(e), 2)
+    if labels is None and option is not None:
+        _fail(f"{option} takes deps:LABELS, not {value!r}", 2)
+    return labels
 
 
 @click.group(
@@ -350,21 +370,11 @@ def sweep_cmd(
 ) -> None:
     """Replay and judge a grid of policy parameters into one run (re-runs do only new points);
     `ctxreplay report RUN` then adds the pruning/no-impact frontier."""
-    from .datasets.cases import CaseError
-    from .judges.calibrate import parse_deps_against
-    from .judges.labels import LabelsError
     from .registry import UnknownPluginError
     from .replay.engine import RunError
-    from .sweep import SweepError, run_sweep
+    from .sweep import run_sweep
 
-    labels_path = None
-    if labels is not None:
-        try:
-            labels_path = parse_deps_against(labels)
-        except ValueError as e:
-            _fail(str(e), 2)
-        if labels_path is None:
-            _fail(f"--labels takes deps:LABELS, not {labels!r}", 2)
+    labels_path = _deps_labels(labels, "--labels") if labels is not None else None
     try:
         summary = run_sweep(
             corpus,
@@ -377,7 +387,7 @@ def sweep_cmd(
             workers=workers,
             progress=not quiet,
         )
-    except (SweepError, LabelsError, RunError, CaseError, UnknownPluginError, ValueError) as e:
+    except (RunError, UnknownPluginError, ValueError) as e:  # SweepError etc. are ValueErrors
         _fail(str(e), 2)
     click.echo(summary.render())
 
@@ -491,13 +501,10 @@ def calibrate_cmd(
     """Confusion matrix, sensitivity/specificity, Cohen's kappa with CI, per-category accuracy."""
     import polars as pl
 
-    from .judges.calibrate import compare, parse_deps_against, read_labels
+    from .judges.calibrate import compare, read_labels
     from .judges.engine import read_verdicts, run_judge
 
-    try:
-        labels = parse_deps_against(against)
-    except ValueError as e:
-        _fail(str(e), 2)
+    labels = _deps_labels(against)
     if labels is not None:
         _calibrate_deps(run, judge_name, labels, policies, fmt)
         return
@@ -648,13 +655,10 @@ def audit_cmd(
     from .reports import ReportError, audit
 
     if missed is not None:
-        from .judges.calibrate import missed_dependencies, parse_deps_against, render_missed
+        from .judges.calibrate import missed_dependencies, render_missed
 
+        labels = _deps_labels(missed, "--missed")
         try:
-            labels = parse_deps_against(missed)
-            if labels is None:
-                _fail(f"--missed takes deps:LABELS, not {missed!r}", 2)
-                return
             frame = missed_dependencies(run, judge, labels, policy=policy)
         except (RunError, ValueError) as e:
             _fail(str(e), 2)
@@ -662,7 +666,6 @@ def audit_cmd(
         return
     if category is None:
         _fail("give --category CATEGORY or --missed deps:LABELS", 2)
-        return
 
     try:
         frame = audit(run, category, policy=policy, judge=judge)

@@ -18,7 +18,6 @@ adding a value computes only the new points. The run manifest records the sweep 
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import math
@@ -161,28 +160,35 @@ def parse_grid(text: str) -> Grid:
     return Grid(text.strip(), family, tuple(params))
 
 
-def _fields(family: str) -> dict[str, dataclasses.Field[Any]]:
-    from .policies.base import policies
-
-    cls: Any = policies.get(family)
-    return {f.name: f for f in dataclasses.fields(cls.Params)}
-
-
-def _bad_values(g: Grid) -> list[str]:
-    """One message per value that does not parse as its parameter's declared type."""
+def _grid_problems(g: Grid) -> list[str]:
+    """What the policy's own parameter parsing (``registry.parse_params``, once per value)
+    rejects in a grid: an unknown family, the parameters it does not have (reported alone), or
+    one message per value that does not parse as its parameter's declared type."""
     from .policies.base import policies
     from .registry import describe_params, parse_params
 
-    cls: Any = policies.get(g.family)
+    try:
+        cls: Any = policies.get(g.family)
+    except UnknownPluginError as e:
+        return [f"grid {g.text!r}: {e}"]
     types = {name: tp for name, tp, _ in describe_params(cls.Params)}
-    out = []
+    unknown: list[str] = []
+    bad: list[str] = []
     for name, values in g.params:
         for value in values:
             try:
                 parse_params(cls.Params, {name: value})
             except (ValueError, TypeError) as e:
-                out.append(f"grid {g.text!r}: {name}={value} is not a valid {types[name]} ({e})")
-    return out
+                if name not in types:  # the name is rejected, whatever the value
+                    unknown.append(name)
+                    break
+                bad.append(f"grid {g.text!r}: {name}={value} is not a valid {types[name]} ({e})")
+    if unknown:
+        return [
+            f"grid {g.text!r}: {g.family} has no parameter {', '.join(map(repr, unknown))}; "
+            f"its parameters: {', '.join(types)}"
+        ]
+    return bad
 
 
 def _spec(family: str, values: Sequence[tuple[str, str]]) -> str:
@@ -217,19 +223,7 @@ def expand(grids: Sequence[Grid | str], policies: Sequence[str] = ()) -> list[Po
 
     defaults_done: set[str] = set()
     for g in parsed:
-        try:
-            fields = _fields(g.family)
-        except UnknownPluginError as e:
-            problems.append(f"grid {g.text!r}: {e}")
-            continue
-        unknown = [p for p, _ in g.params if p not in fields]
-        if unknown:
-            problems.append(
-                f"grid {g.text!r}: {g.family} has no parameter {', '.join(map(repr, unknown))}; "
-                f"its parameters: {', '.join(fields)}"
-            )
-            continue
-        bad = _bad_values(g)
+        bad = _grid_problems(g)
         if bad:
             problems.extend(bad)
             continue
@@ -359,13 +353,10 @@ def run_sweep(
         run_judge(out, judge, policies=labels_of_points, workers=workers, progress=progress)
     )
     if labels is not None:
-        for spec in gold_specs(labels).values():
-            summary.judged.append(
-                run_judge(out, spec, policies=labels_of_points, workers=workers, progress=progress)
-            )
         summary.calibration = calibrate_against_deps(
-            out, judge_label, labels, policies=labels_of_points, workers=workers
+            out, judge_label, labels, policies=labels_of_points, workers=workers, progress=progress
         )
+        summary.judged.extend(summary.calibration.judged)
     record_sweep(out, parsed, points, policies, judge_label, labels, gold)
     return summary
 
@@ -381,6 +372,7 @@ def record_sweep(
 ) -> dict[str, Any]:
     """Write the sweep into the run manifest (``manifest["sweep"]``): the latest sweep wins."""
     from .datasets.store import created_at
+    from .replay.engine import atomic_write_text
 
     path = Path(out) / "manifest.json"
     manifest = json.loads(path.read_text())
@@ -395,9 +387,7 @@ def record_sweep(
         "updated_at": created_at(),
     }
     manifest["sweep"] = sweep
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return sweep
 
 

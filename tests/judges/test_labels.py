@@ -551,8 +551,8 @@ def test_unlabelled_or_mismatched_cases_are_unscored(tmp_path: Path) -> None:
     other = JudgeInput("t@6", "t", "p", prefix, prefix, future, index, {})
     assert judge.judge(other).label == "unscored"
     assert judge.judge(other).reason == "no dependency labels for this case"
-    # no future: the cut comes from the case id
-    no_future = JudgeInput("s@6", "s", "p", prefix, prefix[:3], (), index, {})
+    # no future: the cut comes from the engine
+    no_future = JudgeInput("s@6", "s", "p", prefix, prefix[:3], (), index, {}, cut=6)
     lost = judge.judge(no_future)
     assert lost.label == "impact" and lost.losses[0].category == "behavioural_contract"
     wrong = _labels(tmp_path, [{"seq": 4, "category": "live_state", "text": "not there"}])

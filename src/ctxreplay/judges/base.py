@@ -105,6 +105,7 @@ class JudgeInput:
     archives: tuple[Archived, ...] = ()
     committed: bool = True
     summary: str | None = None  # a planner's above-conversation summary, if committed
+    cut: int | None = None  # the case's cut point (the seq of its first future message)
 
 
 def message_text(m: Message) -> str:

@@ -12,13 +12,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 from statsmodels.stats.inter_rater import cohens_kappa
 
 from ..datasets.schema import CATEGORIES
+
+if TYPE_CHECKING:
+    from .engine import JudgeSummary
 
 
 @dataclass(frozen=True)
@@ -184,18 +187,6 @@ def read_labels(path: str | os.PathLike[str]) -> pl.DataFrame:
 
 #: the folder of a run holding one calibration per judge label (``<slug(label)>.json``)
 CALIBRATION_DIR = "calibration"
-CALIBRATION_KEYS = (
-    "judge",
-    "against",
-    "tp",
-    "fn",
-    "fp",
-    "tn",
-    "sensitivity",
-    "specificity",
-    "kappa",
-    "created",
-)
 
 
 def deps_spec(labels: str | os.PathLike[str], variant: str = "strict") -> str:
@@ -239,6 +230,11 @@ class Interval:
         return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
 
+def _intervals(r: Rates) -> tuple[Interval, Interval]:
+    """Sensitivity and specificity of a confusion, with Wilson 95% intervals."""
+    return Interval.wilson(r.tp, r.tp + r.fn), Interval.wilson(r.tn, r.tn + r.fp)
+
+
 @dataclass(frozen=True)
 class VariantResult:
     """A judge against one scoring variant of the gold labels."""
@@ -252,33 +248,37 @@ class VariantResult:
 
     @property
     def sensitivity(self) -> Interval:
-        o = self.calibration.overall
-        return Interval.wilson(o.tp, o.tp + o.fn)
+        return _intervals(self.calibration.overall)[0]
 
     @property
     def specificity(self) -> Interval:
-        o = self.calibration.overall
-        return Interval.wilson(o.tn, o.tn + o.fp)
+        return _intervals(self.calibration.overall)[1]
 
 
-def _rates_dict(c: Calibration) -> dict[str, Any]:
-    o = c.overall
-    sens, spec = Interval.wilson(o.tp, o.tp + o.fn), Interval.wilson(o.tn, o.tn + o.fp)
+def _confusion(r: Rates) -> dict[str, Any]:
+    """The counts of a confusion, its sensitivity and specificity (Wilson 95%) and agreement."""
+    sens, spec = _intervals(r)
     return {
-        "n": c.n,
-        "unscored": c.unscored,
-        "missing": c.missing,
-        "tp": o.tp,
-        "fn": o.fn,
-        "fp": o.fp,
-        "tn": o.tn,
+        "tp": r.tp,
+        "fn": r.fn,
+        "fp": r.fp,
+        "tn": r.tn,
         "sensitivity": sens.estimate,
         "sensitivity_low": sens.low,
         "sensitivity_high": sens.high,
         "specificity": spec.estimate,
         "specificity_low": spec.low,
         "specificity_high": spec.high,
-        "agreement": o.accuracy,
+        "agreement": r.accuracy,
+    }
+
+
+def _rates_dict(c: Calibration) -> dict[str, Any]:
+    return {
+        "n": c.n,
+        "unscored": c.unscored,
+        "missing": c.missing,
+        **_confusion(c.overall),
         "kappa": c.kappa,
         "kappa_low": c.kappa_ci[0] if c.kappa_ci else None,
         "kappa_high": c.kappa_ci[1] if c.kappa_ci else None,
@@ -292,6 +292,8 @@ class GoldCalibration:
     judge: str
     labels: str
     variants: tuple[VariantResult, ...]
+    #: what running the ``deps`` judge of each variant did (in the order of ``variants``)
+    judged: tuple[JudgeSummary, ...] = field(default=(), compare=False, repr=False)
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per (variant, scope, name): scope overall · corpus · category · missed."""
@@ -316,21 +318,7 @@ class GoldCalibration:
                 )
             for cat, r in v.calibration.per_category.items():
                 row = {**base, "scope": "category", "name": cat, **empty, "missed": None}
-                sens, spec = Interval.wilson(r.tp, r.tp + r.fn), Interval.wilson(r.tn, r.tn + r.fp)
-                row.update(
-                    n=r.tp + r.fn + r.fp + r.tn,
-                    tp=r.tp,
-                    fn=r.fn,
-                    fp=r.fp,
-                    tn=r.tn,
-                    sensitivity=sens.estimate,
-                    sensitivity_low=sens.low,
-                    sensitivity_high=sens.high,
-                    specificity=spec.estimate,
-                    specificity_low=spec.low,
-                    specificity_high=spec.high,
-                    agreement=r.accuracy,
-                )
+                row.update(n=r.tp + r.fn + r.fp + r.tn, **_confusion(r))
                 rows.append(row)
             for cat, n in v.missed.items():
                 rows.append({**base, "scope": "missed", "name": cat, **empty, "missed": n})
@@ -377,8 +365,7 @@ class GoldCalibration:
                 lines.append("per corpus:")
                 for corpus, pc in v.per_corpus.items():
                     o = pc.overall
-                    sens = Interval.wilson(o.tp, o.tp + o.fn)
-                    spec = Interval.wilson(o.tn, o.tn + o.fp)
+                    sens, spec = _intervals(o)
                     kappa = f"{pc.kappa:.3f}" if pc.kappa is not None else "undefined"
                     lines.append(
                         f"  {corpus:<14} n {pc.n:>4}  tp {o.tp:>3} fn {o.fn:>3} fp {o.fp:>3}"
@@ -415,6 +402,25 @@ def _resolve_label(judged: pl.DataFrame, judge: str) -> str:
     return labels[0] if len(labels) == 1 else judge
 
 
+def _gold_verdicts(
+    run_path: str | os.PathLike[str],
+    labels: str | os.PathLike[str],
+    variant: str,
+    *,
+    policies: list[str] | tuple[str, ...] | None = None,
+    workers: int = 2,
+    progress: bool = False,
+) -> tuple[JudgeSummary, pl.DataFrame]:
+    """Run the ``deps`` judge of one labels variant over the run (resumable; ``policies``: only
+    these) and read its verdicts back: its ``JudgeSummary`` and every verdict it holds."""
+    from .engine import read_verdicts, run_judge
+
+    spec = deps_spec(labels, variant)
+    summary = run_judge(run_path, spec, policies=policies, workers=workers, progress=progress)
+    verdicts = read_verdicts(run_path, summary.judge).filter(pl.col("judge") == summary.judge)
+    return summary, verdicts
+
+
 def calibrate_against_deps(
     run_path: str | os.PathLike[str],
     judge: str,
@@ -422,15 +428,16 @@ def calibrate_against_deps(
     *,
     policies: list[str] | tuple[str, ...] | None = None,
     workers: int = 2,
+    progress: bool = False,
     store: bool = True,
 ) -> GoldCalibration:
     """Judge ``judge``'s verdicts in a run against dependency labels, in every variant.
 
-    The ``deps`` judge runs first (resumable; its verdicts are kept under labels like
-    ``deps:path=…,variant=…``). The strict result is stored as the judge's calibration in the run
+    The ``deps`` judge runs first, over ``policies`` only when given (resumable; its verdicts are
+    kept under labels like ``deps:path=…,variant=…``; its summaries are ``judged`` of the result).
+    The strict result is stored as the judge's calibration in the run
     (``RUN/calibration/<slug(judge)>.json``) unless ``store`` is False.
     """
-    from .engine import read_verdicts, run_judge
     from .labels import VARIANTS, load_labels
 
     label, judged = _judged(run_path, judge)
@@ -439,14 +446,18 @@ def calibrate_against_deps(
     if policies:
         judged = judged.filter(pl.col("policy").is_in(list(policies)))
     results: list[VariantResult] = []
+    summaries: list[JudgeSummary] = []
     for variant in VARIANTS:
-        spec = deps_spec(labels, variant)
-        summary = run_judge(run_path, spec, workers=workers, progress=False)
-        reference = read_verdicts(run_path, summary.judge).filter(pl.col("judge") == summary.judge)
+        summary, reference = _gold_verdicts(
+            run_path, labels, variant, policies=policies, workers=workers, progress=progress
+        )
         if policies:
             reference = reference.filter(pl.col("policy").is_in(list(policies)))
+        summaries.append(summary)
         results.append(_variant_result(judged, reference, label, summary.judge, variant, corpus_of))
-    out = GoldCalibration(label, str(Path(labels).resolve()), tuple(results))
+    out = GoldCalibration(
+        label, str(Path(labels).resolve()), tuple(results), judged=tuple(summaries)
+    )
     if store:
         write_calibration(run_path, out.variants[0].calibration)
     return out
@@ -491,6 +502,8 @@ def write_calibration(run_path: str | os.PathLike[str], c: Calibration) -> Path:
     import datetime
     import json
 
+    from ..replay.engine import atomic_write_text
+
     o = c.overall
     doc = {
         "judge": c.judge,
@@ -505,10 +518,7 @@ def write_calibration(run_path: str | os.PathLike[str], c: Calibration) -> Path:
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
     path = calibration_path(run_path, c.judge)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
     return path
 
 
@@ -594,26 +604,23 @@ def missed_dependencies(
     """
     from ..replay.engine import Run
     from .base import rendered
-    from .engine import read_verdicts, run_judge
     from .labels import load_labels
 
     _, judged = _judged(run_path, judge)
     run = Run(run_path)
     if policy is not None:
         judged = judged.filter(pl.col("policy") == run.resolve_policy(policy))
-    summary = run_judge(run_path, deps_spec(labels, variant), workers=workers, progress=False)
-    gold = read_verdicts(run_path, summary.judge).filter(
-        (pl.col("judge") == summary.judge) & (pl.col("label") == "impact")
-    )
+    _, gold = _gold_verdicts(run_path, labels, variant, workers=workers)
+    gold = gold.filter(pl.col("label") == "impact")
     both = gold.select("policy", "case_id", "session_id", pl.col("losses").alias("gold")).join(
         judged.select("policy", "case_id", "label", "losses"), on=["policy", "case_id"]
     )
     both = both.filter(pl.col("label") != "unscored").sort(["case_id", "policy"])
     key = load_labels(labels).by_key()
     rows: list[dict[str, Any]] = []
+    cut_of = dict(run.table("figures").select("case_id", "cut").unique().iter_rows())
     for r in both.iter_rows(named=True):
-        sid, _, cut = r["case_id"].rpartition("@")
-        case = key.get((sid, int(cut))) if cut.isdigit() else None
+        case = key.get((r["session_id"], cut_of[r["case_id"]]))
         for loss in r["gold"] or ():
             if r["label"] == "impact" and _reported(loss["anchor"], r["losses"]):
                 continue

@@ -28,7 +28,7 @@ from ..datasets.cases import read_cases
 from ..datasets.messages import Message
 from ..datasets.schema import row_to_part
 from ..datasets.tokenizer import get_tokenizer
-from ..replay.engine import Run, atomic_write, cached_counter, slug
+from ..replay.engine import Run, atomic_write, atomic_write_text, cached_counter, slug
 from ..replay.objects import build_index
 from ..replay.sidecar import SidecarStore
 from .base import DEFAULT_JUDGE, Archived, Judge, JudgeInput, Verdict, judges, make_judge
@@ -123,10 +123,7 @@ def corpus_state(run: Run, judge: Judge) -> Any:
         text = json.dumps({"corpus_fingerprint": fingerprint, "state": state}, sort_keys=True)
     except TypeError:  # not JSON: recompute next time
         return state
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
     return state
 
 
@@ -200,6 +197,7 @@ def inputs_for(
                 archives=archives,
                 committed=work.committed.get((case_id, policy), True),
                 summary=row.get("summary"),
+                cut=case["cut"],
             )
 
 

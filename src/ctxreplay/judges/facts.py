@@ -263,7 +263,8 @@ def json_pairs(value: object, key: str = "") -> Iterator[tuple[tuple[str, ...], 
         yield key_words(key) if key else (), _scalar_text(value)
 
 
-def _parse_json(text: str) -> object | None:
+def parse_json(text: str) -> object | None:
+    """The JSON document a text is, or None (only an object or array counts)."""
     s = text.strip()
     if not s or s[0] not in "[{":
         return None
@@ -278,7 +279,7 @@ def _line_facts(text: str, prose: bool) -> Iterator[Fact]:
         line = raw.strip()
         if not line:
             continue
-        parsed = _parse_json(line)
+        parsed = parse_json(line)
         if isinstance(parsed, dict | list):
             yield from _json_facts(parsed)
             continue
@@ -305,7 +306,7 @@ def _line_facts(text: str, prose: bool) -> Iterator[Fact]:
 
 def facts_of(text: str, prose: bool = False) -> list[Fact]:
     """Every fact of one message's text (a tool result, a user or an assistant message)."""
-    parsed = _parse_json(text)
+    parsed = parse_json(text)
     if isinstance(parsed, dict | list):
         return list(_json_facts(parsed))
     return list(_line_facts(text, prose))

@@ -24,7 +24,6 @@ needs it and the annotator's reason.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,13 +32,23 @@ from typing import Any, Literal
 from ..datasets.cases import json_objects
 from ..datasets.schema import CATEGORIES
 from .anchor import owner_of
-from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, parts_text, rendered
+from .base import (
+    Judge,
+    JudgeInput,
+    Loss,
+    Verdict,
+    availability,
+    judge,
+    parts_text,
+    rendered,
+    tally,
+)
+from .facts import squash
 
 #: the labels spell the category the US way; the project spells it ``behavioural_contract``
 CATEGORY_ALIASES = {"behavioral_contract": "behavioural_contract"}
 NECESSITIES = ("required", "helpful")
 VARIANTS: tuple[str, ...] = ("strict", "whitespace", "recovery")
-_WS = re.compile(r"\s+")
 
 
 class LabelsError(ValueError):
@@ -194,16 +203,11 @@ def load_labels(path: str | os.PathLike[str]) -> LabelSet:
 # --- rendering as the annotators saw it ---------------------------------------------------------
 
 
-def squeeze(text: str) -> str:
-    """The text with every whitespace character removed."""
-    return _WS.sub("", text)
-
-
 def case_cut(item: JudgeInput) -> int | None:
-    if item.future:
-        return item.future[0].seq
-    _, sep, cut = item.case_id.rpartition("@")
-    return int(cut) if sep and cut.isdigit() else None
+    """The case's cut: given by the engine, else the seq of its first future message."""
+    if item.cut is not None:
+        return item.cut
+    return item.future[0].seq if item.future else None
 
 
 # --- the judge ------------------------------------------------------------------------------
@@ -229,6 +233,7 @@ class DepsJudge(Judge):
             raise LabelsError("the deps judge needs path=<labels folder or dependencies.jsonl>")
         self.labels = load_labels(self.params.path)
         self._by_key = self.labels.by_key()
+        self._mismatch: dict[str, str | None] = {}  # case → why its labels do not fit, once
 
     def judge(self, item: JudgeInput) -> Verdict:
         cut = case_cut(item)
@@ -241,25 +246,35 @@ class DepsJudge(Judge):
             if self.params.necessity == "all" or d.necessity == "required"
         ]
         at = {m.seq: i for i, m in enumerate(item.prefix)}
-        for d in deps:
-            if d.seq not in at or d.text not in rendered(item.prefix[at[d.seq]]):
-                return Verdict.unscored(
+        if item.case_id not in self._mismatch:
+            self._mismatch[item.case_id] = next(
+                (
                     f"labels of {case.case} do not match this prefix: message {d.seq} does not "
                     f"hold {d.text[:40]!r}"
-                )
-        view = "\n".join(rendered(m) for m in item.view)
+                    for d in deps
+                    if d.seq not in at or d.text not in rendered(item.prefix[at[d.seq]])
+                ),
+                None,
+            )
+        if (mismatch := self._mismatch[item.case_id]) is not None:
+            return Verdict.unscored(mismatch)
         variant = self.params.variant
+        shown = ""
+        if variant == "recovery" and item.archives:
+            where = availability(item, parts_text)
+            view, shown = where.view, where.recoverable
+        else:
+            view = "\n".join(rendered(m) for m in item.view)
         if variant == "whitespace":
-            view_sq = squeeze(view)
+            view_sq = squash(view)
 
             def present(text: str) -> bool:
-                return squeeze(text) in view_sq
+                return squash(text) in view_sq
         else:
 
             def present(text: str) -> bool:
                 return text in view
 
-        shown = availability(item, parts_text).recoverable if variant == "recovery" else ""
         owner = owner_of(item.index)
         losses: list[Loss] = []
         recoverable = 0
@@ -271,11 +286,5 @@ class DepsJudge(Judge):
                 continue
             obj = owner.get(at[d.seq])
             losses.append(Loss(d.category, d.text, obj.id if obj else None, d.needed_by, d.why))
-        return Verdict(
-            "impact" if losses else "no_impact",
-            tuple(losses),
-            f"{case.case}: {len(losses)} of {len(deps)} {self.params.necessity} dependencies "
-            f"lost ({variant})",
-            len(deps),
-            recoverable,
-        )
+        found = f"{self.params.necessity} dependencies of {case.case} ({variant})"
+        return tally(found, losses, len(deps), recoverable)

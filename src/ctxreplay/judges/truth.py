@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from .base import Judge, JudgeInput, Loss, Verdict, availability, judge
+from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, tally
 
 
 @judge("truth")
@@ -39,8 +39,8 @@ class TruthJudge(Judge):
     def judge(self, item: JudgeInput) -> Verdict:
         if not self.truth:
             return Verdict.unscored("the corpus has no ground truth (only synthetic corpora do)")
-        cut = item.prefix[-1].seq + 1 if item.prefix else 0
-        if item.future:
+        cut = item.cut if item.cut is not None else item.prefix[-1].seq + 1 if item.prefix else 0
+        if item.cut is None and item.future:
             cut = item.future[0].seq
         end = item.future[-1].seq + 1 if item.future else cut
         active = [
@@ -67,11 +67,4 @@ class TruthJudge(Judge):
                     f"planted {d['dep_id']}: {d['note'] or ''}",
                 )
             )
-        label = "impact" if losses else "no_impact"
-        return Verdict(
-            label,
-            tuple(losses),
-            f"{len(active)} planted dependencies active",
-            len(active),
-            recoverable,
-        )
+        return tally("planted dependencies active", losses, len(active), recoverable)

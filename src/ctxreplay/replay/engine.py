@@ -485,6 +485,15 @@ def atomic_write(rows: list[dict[str, Any]], schema: pa.Schema, path: Path) -> N
     os.replace(tmp, path)
 
 
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temporary file beside it, then renamed into
+    place), creating the folder when needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def _done(run: Path, label: str, index: int) -> bool:
     return all(_chunk_path(run, t, label, index).exists() for t in TABLES)
 
