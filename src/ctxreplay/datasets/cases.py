@@ -114,11 +114,6 @@ def parse_horizon(spec: str) -> Horizon | None:
     return Horizon("turns" if kind == "turns" else "messages", int(value))
 
 
-def _horizon(value: Horizon | int | None) -> Horizon | None:
-    """A bare int is ``turns:K`` (what ``parse_horizon`` used to return)."""
-    return Horizon("turns", value) if isinstance(value, int) else value
-
-
 @dataclass(frozen=True)
 class Cut:
     """One explicit cut: the seq of the request point and, optionally, where its future ends.
@@ -222,7 +217,7 @@ def case_row(
     shape: SessionShape,
     index: int,
     trigger: str,
-    horizon: Horizon | int | None,
+    horizon: Horizon | None,
     source_id: str | None,
     future_end: int | None = None,
 ) -> dict[str, Any]:
@@ -233,7 +228,7 @@ def case_row(
     tool_tokens = sum(
         t for t, out in zip(shape.tokens[:index], shape.tool_output[:index], strict=True) if out
     )
-    limit = _horizon(horizon)
+    limit = horizon
     end = len(shape.seq)
     if future_end is not None:
         end = next((j for j in range(index, len(shape.seq)) if shape.seq[j] >= future_end), end)
@@ -357,8 +352,8 @@ def build_cases(
     corpus: Corpus,
     triggers: Sequence[Trigger] = (),
     *,
-    horizon: Horizon | int | None = None,
-    cuts: dict[str, list[Cut]] | dict[str, list[int]] | None = None,
+    horizon: Horizon | None = None,
+    cuts: dict[str, list[Cut]] | None = None,
     suite: str | None = None,
     sample: int | None = None,
     seed: int = 0,
@@ -366,7 +361,7 @@ def build_cases(
 ) -> pl.DataFrame:
     """All cases of a corpus as a frame (schema ``CASES``), in session and cut order.
 
-    ``cuts``: session id (or source id) → cuts (``Cut`` or a bare seq). Optional cuts of
+    ``cuts``: session id (or source id) → cuts (``read_cuts``). Optional cuts of
     sessions the corpus lacks are appended to ``skipped`` as (session, cut); if none of the
     explicit cuts fits the corpus, that is an error."""
     if not triggers and not cuts:
@@ -380,7 +375,7 @@ def build_cases(
     explicit: dict[str, list[Cut]] = {}
     missed: list[tuple[str, int]] = []
     for key, values in (cuts or {}).items():
-        given = [v if isinstance(v, Cut) else Cut(int(v)) for v in values]
+        given = list(values)
         sid = key if key in source_of else by_source.get(key)
         if sid is None:
             if given and all(c.optional for c in given):

@@ -38,11 +38,10 @@ from ..datasets.tokenizer import get_tokenizer
 from ..llm.client import Completion, ModelCallError, ModelClient, parse_json_answer
 from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
 from .base import Judge, JudgeInput, Loss, Usage, Verdict, judge
-from .prompt import RenderedPrompt, render_prompt
+from .prompt import STATUSES, RenderedPrompt, render_prompt
 
-#: Where a needed fact stands in the view: verbatim there, behind a visible recovery pointer, or
-#: gone. The verdict is derived from these: ``impact`` iff any needed fact is ``missing``.
-STATUSES: tuple[str, ...] = ("available", "recoverable", "missing")
+# Where a needed fact stands in the view (``STATUSES``): verbatim there, behind a visible recovery
+# pointer, or gone. The verdict is derived from these: ``impact`` iff any needed fact is missing.
 
 FACT_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -223,6 +223,8 @@ _STATUS_HELP = {
     "pointer (<ctxreplay:folded ...> or <ctxreplay:archived ...>) the VIEW shows",
     "missing": "neither: the VIEW no longer holds it and shows no way back to it",
 }
+#: what the model may say of a needed fact
+STATUSES: tuple[str, ...] = tuple(_STATUS_HELP)
 
 
 def system_prompt() -> str:
