@@ -501,19 +501,17 @@ def calibrate_cmd(
     """Confusion matrix, sensitivity/specificity, Cohen's kappa with CI, per-category accuracy."""
     import polars as pl
 
-    from .judges.calibrate import compare, read_labels
+    from .judges.calibrate import compare, judged_by, read_labels
     from .judges.engine import read_verdicts, run_judge
 
     labels = _deps_labels(against)
     if labels is not None:
         _calibrate_deps(run, judge_name, labels, policies, fmt)
         return
-    judged = read_verdicts(run, judge_name)
-    if judged.height == 0:
-        _fail(
-            f"no verdicts from judge {judge_name!r} in {run}; run: ctxreplay judge {run} --judge {judge_name}",
-            2,
-        )
+    try:
+        _, judged = judged_by(run, judge_name)
+    except ValueError as e:
+        _fail(str(e), 2)
     if against.endswith(".csv"):
         reference = read_labels(against)
     else:

@@ -382,24 +382,20 @@ class GoldCalibration:
         return "\n\n".join(parts)
 
 
-def _judged(run_path: str | os.PathLike[str], judge: str) -> tuple[str, pl.DataFrame]:
+def judged_by(run_path: str | os.PathLike[str], judge: str) -> tuple[str, pl.DataFrame]:
     """The label of ``judge`` in the run and its verdicts; an error naming the command to run
     when it has none."""
-    from .engine import read_verdicts
+    from .engine import judge_label, read_verdicts
 
-    judged = read_verdicts(run_path, judge)
-    if judged.height == 0:
+    verdicts = read_verdicts(run_path)
+    if not verdicts.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge)).height:
         raise ValueError(
             f"no verdicts from judge {judge!r} in {run_path}; "
             f"run: ctxreplay judge {run_path} --judge {judge}"
         )
-    label = _resolve_label(judged, judge)
-    return label, judged.filter(pl.col("judge") == label)
-
-
-def _resolve_label(judged: pl.DataFrame, judge: str) -> str:
-    labels = sorted(set(judged["judge"].to_list())) if judged.height else []
-    return labels[0] if len(labels) == 1 else judge
+    label = judge_label(verdicts, judge)
+    assert label is not None
+    return label, verdicts.filter(pl.col("judge") == label)
 
 
 def _gold_verdicts(
@@ -440,7 +436,7 @@ def calibrate_against_deps(
     """
     from .labels import VARIANTS, load_labels
 
-    label, judged = _judged(run_path, judge)
+    label, judged = judged_by(run_path, judge)
     gold = load_labels(labels)
     corpus_of = gold.corpus_of()
     if policies:
@@ -606,7 +602,7 @@ def missed_dependencies(
     from .base import rendered
     from .labels import load_labels
 
-    _, judged = _judged(run_path, judge)
+    _, judged = judged_by(run_path, judge)
     run = Run(run_path)
     if policy is not None:
         judged = judged.filter(pl.col("policy") == run.resolve_policy(policy))

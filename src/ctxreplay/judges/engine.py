@@ -110,6 +110,33 @@ def read_verdicts(run_path: str | os.PathLike[str], judge: str | None = None) ->
     return frame.unique(["judge", "policy", "case_id"], keep="first", maintain_order=True)
 
 
+def judge_label(
+    verdicts: pl.DataFrame, judge: str | None, error: type[Exception] = ValueError
+) -> str | None:
+    """The judge label meant by ``judge`` (a label, or a name with a single label in the run;
+    None: the run's only judge, or else the default judge).
+
+    None when the run has no verdicts at all; ``error`` when the name is unknown or ambiguous.
+    """
+    if verdicts.height == 0:
+        return None
+    labels = sorted(set(verdicts["judge"].to_list()))
+    if judge is None:
+        if len(labels) == 1:
+            return labels[0]
+        judge = DEFAULT_JUDGE
+    if judge in labels:
+        return judge
+    named = sorted(set(verdicts.filter(pl.col("judge_name") == judge)["judge"].to_list()))
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise error(
+            f"several judges named {judge!r} in this run ({', '.join(named)}); pass one label"
+        )
+    raise error(f"no verdicts from judge {judge!r}; this run has: {', '.join(labels)}")
+
+
 def corpus_state(run: Run, judge: Judge) -> Any:
     """The judge's corpus-level state, computed once per corpus and kept in the run folder."""
     path = run.path / "judge-state" / f"{slug(judge.label)}.json"

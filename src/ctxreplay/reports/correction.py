@@ -179,16 +179,24 @@ def corrected_interval(
     seed: int = 0,
     n_boot: int = 2000,
     alpha: float = 0.05,
+    *,
+    draws: stats.ClusterDraws | None = None,
 ) -> CorrectedInterval:
     """Corrected no-impact of one policy and its 95% (1 − alpha) bootstrap interval.
 
     ``no_impact``: one value per scored case (1 no_impact, 0 impact), ``clusters`` its session.
-    Cases are resampled by whole sessions (the same draws as ``stats.cluster_bootstrap_mean``
-    for the same seed); the calibration's positives and negatives are redrawn as binomials
+    Cases are resampled by whole sessions (``stats.cluster_draws``, the same draws as
+    ``stats.cluster_bootstrap_mean`` for the same seed; pass them as ``draws`` when already
+    drawn for these values); the calibration's positives and negatives are redrawn as binomials
     around its sensitivity and specificity from a second stream of the same seed.
     """
     values = np.asarray(no_impact, dtype=float)
     n = len(values)
+    if draws is not None and (draws.seed, draws.n_boot, draws.n) != (seed, n_boot, n):
+        raise ValueError(
+            f"draws of {draws.n} values with seed {draws.seed} and n_boot {draws.n_boot} do not "
+            f"match {n} values with seed {seed} and n_boot {n_boot}"
+        )
     observed = float(values.mean()) if n else NAN
     sens, spec = calibration.sensitivity, calibration.specificity
     estimate = corrected_no_impact(observed, sens, spec)
@@ -210,8 +218,8 @@ def corrected_interval(
 
     if n == 0 or math.isnan(estimate):
         return result(NAN, NAN, len(set(map(str, clusters))), 0)
-    sums, counts = stats._cluster_totals(values, clusters)
-    p_no = stats._resampled_ratio(sums, counts, seed, n_boot)
+    cases = draws if draws is not None else stats.cluster_draws(values, clusters, seed, n_boot)
+    p_no = cases.draws
     rng = np.random.default_rng([seed, 0xCA11B])
     pos, neg = calibration.positives, calibration.negatives
     sens_b = rng.binomial(pos, sens, size=n_boot) / pos
@@ -220,10 +228,10 @@ def corrected_interval(
     keep = denom > 0
     dropped = int((~keep).sum())
     if not keep.any():
-        return result(NAN, NAN, len(sums), dropped)
+        return result(NAN, NAN, cases.clusters, dropped)
     prevalence = np.clip(((1 - p_no[keep]) + spec_b[keep] - 1) / denom[keep], 0.0, 1.0)
-    low, high = stats._percentile(estimate, 1 - prevalence, alpha)
-    return result(low, high, len(sums), dropped)
+    low, high = stats.percentile(estimate, 1 - prevalence, alpha)
+    return result(low, high, cases.clusters, dropped)
 
 
 def reference_words(against: str) -> str:

@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from . import stats
-from .recovery import ASSUMPTION, RECOVERY_SCHEMA, add_costs, leans_on_recovery, recovery_price
+from .recovery import ASSUMPTION, RECOVERY_SCHEMA, archive_costs, with_recovery_cost
+from .tables import SCORED, best_row, discordant, pairs, policy_summary
+from .tables import outcomes as outcomes_of
 
 if TYPE_CHECKING:
     from ..replay.engine import Run
@@ -101,7 +103,7 @@ def pareto_mask(x: Sequence[float], y: Sequence[float]) -> list[bool]:
     [True, True, True, False]
     """
     pts = [
-        (float(a), float(b)) if not (_nan(a) or _nan(b)) else None
+        (float(a), float(b)) if not (stats.is_nan(a) or stats.is_nan(b)) else None
         for a, b in zip(x, y, strict=True)
     ]
     out = []
@@ -116,17 +118,6 @@ def pareto_mask(x: Sequence[float], y: Sequence[float]) -> list[bool]:
         )
         out.append(not dominated)
     return out
-
-
-def _nan(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _best(frame: pl.DataFrame) -> dict[str, Any]:
-    """The row with the best no-impact; ties to more pruning, then to the policy label."""
-    return frame.sort(
-        ["no_impact_pct", "pruning_pct", "policy"], descending=[True, True, False]
-    ).row(0, named=True)
 
 
 def level_table(
@@ -151,9 +142,7 @@ def level_table(
     if live.height == 0:
         return pl.DataFrame(schema=LEVELS_SCHEMA)
     top = float(live["pruning_pct"].max())  # type: ignore[arg-type]
-    ok_of: dict[str, dict[str, bool]] = {}
-    for r in scored.select("policy", "case_id", "ok").iter_rows(named=True):
-        ok_of.setdefault(r["policy"], {})[r["case_id"]] = bool(r["ok"])
+    scored = scored.select("policy", "case_id", "ok")
     k = 0
     while k * step <= top + 1e-9:
         level = k * step
@@ -161,7 +150,7 @@ def level_table(
         candidates = live.filter(pl.col("pruning_pct") >= level - 1e-9)
         if candidates.height == 0:
             continue
-        leader = _best(candidates)
+        leader = best_row(candidates)
         base = {
             "measure": measure,
             "level_pct": level,
@@ -173,12 +162,8 @@ def level_table(
         level_rows = []
         others = candidates.filter(pl.col("family") != leader["family"])
         for family in dict.fromkeys(others["family"].to_list()):
-            rival = _best(others.filter(pl.col("family") == family))
-            mine = ok_of.get(leader["policy"], {})
-            theirs = ok_of.get(rival["policy"], {})
-            shared = sorted(set(mine) & set(theirs))
-            b = sum(1 for c in shared if mine[c] and not theirs[c])
-            c = sum(1 for c in shared if theirs[c] and not mine[c])
+            rival = best_row(others.filter(pl.col("family") == family))
+            shared, b, c = discordant(pairs(scored, leader["policy"], rival["policy"]))
             p = stats.mcnemar_exact(b, c).pvalue if shared else math.nan
             level_rows.append(
                 {
@@ -188,7 +173,7 @@ def level_table(
                     "rival_pruning_pct": rival["pruning_pct"],
                     "rival_no_impact_pct": rival["no_impact_pct"],
                     "diff_pct": leader["no_impact_pct"] - rival["no_impact_pct"],
-                    "n_shared": len(shared),
+                    "n_shared": shared,
                     "b": b,
                     "c": c,
                     "p": p,
@@ -248,20 +233,7 @@ def point_rows(
         frame = outcomes.filter(pl.col("policy") == point["label"])
         if frame.height == 0:
             continue
-        scored = frame.filter(pl.col("label").is_in(["no_impact", "impact"]))
-        k = int((scored["label"] == "no_impact").sum())
-        n = scored.height
-        w = stats.wilson(k, n, alpha)
-        prune = (
-            frame[column].drop_nulls()
-            if column in frame.columns
-            else pl.Series([], dtype=pl.Float64)
-        )
-        leaning = int(
-            scored.filter(
-                (pl.col("label") == "no_impact") & (pl.col("recoverable").fill_null(0) > 0)
-            ).height
-        )
+        summary = policy_summary(frame, alpha, pruning=column)
         rows.append(
             {
                 "measure": measure,
@@ -270,17 +242,8 @@ def point_rows(
                 "policy": point["label"],
                 "setting": _setting(point),
                 "default": bool(point.get("default")),
-                "cases": frame.height,
-                "unscored": int((frame["label"] == "unscored").sum()),
-                "n": n,
-                "no_impact": k,
-                "pruning_pct": 100.0 * float(prune.mean()) if len(prune) else math.nan,  # type: ignore[arg-type]
-                "no_impact_pct": 100.0 * w.estimate if n else math.nan,
-                "wilson_lo": 100.0 * w.low if n else math.nan,
-                "wilson_hi": 100.0 * w.high if n else math.nan,
                 "pareto": False,
-                "recovery_pct": 100.0 * leaning / n if n else math.nan,
-                **recovery_price(scored, alpha),
+                **{key: summary[key] for key in POINTS_SCHEMA if key in summary},
             }
         )
     frame = pl.DataFrame(rows, schema=POINTS_SCHEMA)
@@ -344,9 +307,7 @@ class Frontier:
     def title(self, measure: str) -> str:
         return MEASURE_TITLES.get(measure, measure).format(judge=self.measures.get(measure, "?"))
 
-    def plot(
-        self, path: str | os.PathLike[str] | None = None, *, title: str | None = None
-    ) -> bytes:
+    def plot(self, path: str | os.PathLike[str] | None = None) -> bytes:
         from .plot import frontier_plot
 
         return frontier_plot(
@@ -357,11 +318,10 @@ class Frontier:
                 "editable pruning, %" if self.pruning_column == "editable_pruning" else "pruning, %"
             )
             + " (mean over cases)",
-            title=title,
         )
 
     def displays(self) -> list[Display]:
-        from .render import _display, ci, count, num, pval
+        from .render import _display, ci, count, num, pval, recovery_columns, recovery_lines
 
         out = []
         for measure in self.measures:
@@ -379,22 +339,15 @@ class Frontier:
                 ("no-impact %", lambda r: num(r["no_impact_pct"]), True),
                 ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
                 ("Pareto", lambda r: "★" if r["pareto"] else "", False),
+                *recovery_columns(pts),
             ]
-            footer = [self.pruning_basis]
-            if leans_on_recovery(pts):
-                columns += [
-                    ("strict no-impact %", lambda r: num(r["strict_no_impact_pct"]), True),
-                    ("recoveries/case", lambda r: num(r["recoveries_per_case"]), True),
-                    ("extra requests/case", lambda r: num(r["extra_requests_per_case"]), True),
-                    (
-                        "recovery tokens/case",
-                        lambda r: count(_round(r["recovery_tokens_per_case"])),
-                        True,
-                    ),
-                ]
-                footer.append(ASSUMPTION)
-            else:
-                footer.append("No point leans on recovery: strict no-impact = no-impact.")
+            footer = [
+                self.pruning_basis,
+                *(
+                    recovery_lines(pts)
+                    or ("No point leans on recovery: strict no-impact = no-impact.",)
+                ),
+            ]
             out.append(
                 _display(
                     f"frontier_{measure}",
@@ -465,10 +418,6 @@ def collapse_levels(levels: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _round(x: Any) -> Any:
-    return x if _nan(x) else round(x)
-
-
 def build_frontier(
     run: Run,
     sweep: dict[str, Any],
@@ -476,23 +425,23 @@ def build_frontier(
     judge: str | None,
     verdicts: pl.DataFrame,
     *,
+    costs: pl.DataFrame | None = None,
+    figures: pl.DataFrame | None = None,
     alpha: float = 0.05,
     step: float = LEVEL_STEP,
 ) -> Frontier:
     """The frontier of a sweep run. ``outcomes``: the report's per-case rows for ``judge``
-    (``tables.outcomes``; recovery costs are added here when missing); ``verdicts``: every
-    verdict of the run (for the gold measures)."""
-    from .tables import outcomes as outcomes_of
-
+    (``tables.outcomes`` with ``recovery.with_recovery_cost``); ``verdicts``: every verdict of
+    the run (for the gold measures); ``costs`` and ``figures``: the run's
+    ``recovery.archive_costs`` and figures when already read (else read here, for the gold
+    measures)."""
     points = list(sweep.get("points") or [])
     column = pruning_column(outcomes.filter(pl.col("policy").is_in([p["label"] for p in points])))
     measures: dict[str, str] = {}
     sources: dict[str, pl.DataFrame] = {}
     if judge is not None:
         measures["judge"] = judge
-        sources["judge"] = (
-            outcomes if "recoveries" in outcomes.columns else add_costs(run, outcomes)
-        )
+        sources["judge"] = outcomes
     present = set(verdicts["judge"].to_list()) if verdicts.height else set()
     gold = sweep.get("gold") or {}
     notes = []
@@ -504,14 +453,20 @@ def build_frontier(
             notes.append(f"no verdicts from {label} ({measure}) in this run")
             continue
         measures[measure] = label
-        sources[measure] = add_costs(run, outcomes_of(run, label, verdicts))
+        if costs is None:
+            costs = archive_costs(run)
+        if figures is None:
+            figures = run.table("figures")
+        sources[measure] = with_recovery_cost(
+            outcomes_of(run, label, verdicts, figures=figures), costs
+        )
     point_frames, level_frames = [], []
     for measure, rows in sources.items():
         pts = point_rows(
             rows, points, column, measure=measure, judge=measures[measure], alpha=alpha
         )
         point_frames.append(pts)
-        scored = rows.filter(pl.col("label").is_in(["no_impact", "impact"])).select(
+        scored = rows.filter(SCORED).select(
             "policy", "case_id", (pl.col("label") == "no_impact").alias("ok")
         )
         level_frames.append(level_table(pts, scored, step=step, alpha=alpha, measure=measure))

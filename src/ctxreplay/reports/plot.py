@@ -19,6 +19,20 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 
+def _png(fig: Figure, path: str | os.PathLike[str] | None) -> bytes:
+    """The figure laid out as PNG bytes (no Software stamp, so the bytes are reproducible),
+    also written to ``path`` when given."""
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    data = buf.getvalue()
+    if path is not None:
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+    return data
+
+
 def _err(value: float, lo: float, hi: float) -> tuple[float, float]:
     if any(math.isnan(x) for x in (value, lo, hi)):
         return 0.0, 0.0
@@ -84,15 +98,7 @@ def tradeoff_plot(
             frameon=False,
         )
     ax.set_title(title or "pruning vs no-impact", fontsize=10)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    data = buf.getvalue()
-    if path is not None:
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(data)
-    return data
+    return _png(fig, path)
 
 
 def frontier_plot(
@@ -101,7 +107,6 @@ def frontier_plot(
     *,
     titles: dict[str, str] | None = None,
     x_label: str = "pruning, % (mean over cases)",
-    title: str | None = None,
     dpi: int = 120,
 ) -> bytes:
     """PNG bytes of a sweep's frontier (``frontier.Frontier.points``): one panel per measure,
@@ -190,14 +195,4 @@ def frontier_plot(
             fontsize=7,
             frameon=False,
         )
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    data = buf.getvalue()
-    if path is not None:
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(data)
-    return data
+    return _png(fig, path)

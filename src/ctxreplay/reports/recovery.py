@@ -138,11 +138,6 @@ def with_recovery_cost(outcomes: pl.DataFrame, costs: pl.DataFrame) -> pl.DataFr
     )
 
 
-def _mean(series: pl.Series) -> float:
-    values = series.drop_nulls()
-    return float(values.mean()) if len(values) else math.nan  # type: ignore[arg-type]
-
-
 def recovery_price(scored: pl.DataFrame, alpha: float = 0.05) -> dict[str, Any]:
     """The ``RECOVERY_SCHEMA`` columns for one policy's scored rows (label no_impact | impact).
 
@@ -150,37 +145,41 @@ def recovery_price(scored: pl.DataFrame, alpha: float = 0.05) -> dict[str, Any]:
     and recoveries (uncapped); the token columns are then undefined.
     """
     n = scored.height
-    recoverable = (
-        scored["recoverable"].fill_null(0)
-        if "recoverable" in scored.columns
-        else pl.Series([0] * n)
-    )
+    recoverable = _recoverable(scored)
     ok = scored["label"] == "no_impact"
     strict = int((ok & (recoverable == 0)).sum()) if n else 0
     w = stats.wilson(strict, n, alpha)
     recoveries = scored["recoveries"] if "recoveries" in scored.columns else recoverable
     per_case = float(recoveries.cast(pl.Float64).mean()) if n else math.nan  # type: ignore[arg-type]
-    payload = (
-        _mean(scored["recovery_payload_tokens"])
-        if "recovery_payload_tokens" in scored.columns and n
-        else math.nan
-    )
-    request = (
-        _mean(scored["recovery_request_tokens"])
-        if "recovery_request_tokens" in scored.columns and n
-        else math.nan
-    )
+    payload = stats.mean_or_nan(scored.get_column("recovery_payload_tokens", default=None))
+    request = stats.mean_or_nan(scored.get_column("recovery_request_tokens", default=None))
     return {
         "strict_no_impact": strict,
-        "strict_no_impact_pct": 100.0 * w.estimate if n else math.nan,
-        "strict_lo": 100.0 * w.low if n else math.nan,
-        "strict_hi": 100.0 * w.high if n else math.nan,
+        "strict_no_impact_pct": stats.pct(w.estimate),
+        "strict_lo": stats.pct(w.low),
+        "strict_hi": stats.pct(w.high),
         "recoveries_per_case": per_case,
         "extra_requests_per_case": per_case,
         "recovery_payload_tokens_per_case": payload,
         "recovery_request_tokens_per_case": request,
         "recovery_tokens_per_case": payload + request,
     }
+
+
+def _recoverable(scored: pl.DataFrame) -> pl.Series:
+    if "recoverable" in scored.columns:
+        return scored["recoverable"].fill_null(0)
+    return pl.Series([0] * scored.height)
+
+
+def via_recovery_pct(scored: pl.DataFrame) -> float:
+    """% of one policy's scored rows whose no-impact holds only because a folded payload can be
+    recovered through its visible pointer (``recoverable`` > 0); NaN without a scored row."""
+    n = scored.height
+    if not n:
+        return math.nan
+    leaning = int(((scored["label"] == "no_impact") & (_recoverable(scored) > 0)).sum())
+    return stats.pct(leaning / n)
 
 
 def leans_on_recovery(table: pl.DataFrame) -> bool:
@@ -203,5 +202,6 @@ __all__ = [
     "archive_costs",
     "leans_on_recovery",
     "recovery_price",
+    "via_recovery_pct",
     "with_recovery_cost",
 ]

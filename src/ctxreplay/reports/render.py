@@ -23,6 +23,7 @@ import polars as pl
 
 from ..datasets.schema import CATEGORIES
 from .correction import describe as describe_calibration
+from .stats import is_nan as _nan
 
 if TYPE_CHECKING:
     from .tables import Report
@@ -44,10 +45,6 @@ class RenderError(ValueError):
 
 
 # --- number formats -------------------------------------------------------------------------
-
-
-def _nan(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
 
 
 def num(x: Any, digits: int = 2) -> str:
@@ -151,17 +148,18 @@ def _no_impact_columns(
             ("corrected 95% CI", lambda r: ci(r["corrected_lo"], r["corrected_hi"]), True),
         ]
     columns.append(("via recovery %", lambda r: num(r["recovery_pct"]), True))
-    columns += recovery_columns(report)
+    columns += recovery_columns(report.no_impact)
     return columns
 
 
 def recovery_columns(
-    report: Report,
+    table: pl.DataFrame,
 ) -> list[tuple[str, Callable[[dict[str, Any]], str], bool]]:
-    """The price of recovery (``recovery.py``), shown when some policy leans on recovery."""
+    """The price of recovery (``recovery.py``) of a table with its columns (the no-impact table,
+    the frontier points), shown when some row leans on recovery."""
     from .recovery import leans_on_recovery
 
-    if not leans_on_recovery(report.no_impact):
+    if not leans_on_recovery(table):
         return []
     return [
         ("strict no-impact %", lambda r: num(r["strict_no_impact_pct"]), True),
@@ -172,11 +170,12 @@ def recovery_columns(
     ]
 
 
-def recovery_lines(report: Report) -> tuple[str, ...]:
-    """What the recovery price columns assume (none when no policy leans on recovery)."""
+def recovery_lines(table: pl.DataFrame) -> tuple[str, ...]:
+    """What the recovery price columns of ``table`` assume (none when no row leans on
+    recovery)."""
     from .recovery import ASSUMPTION, leans_on_recovery
 
-    return (ASSUMPTION,) if leans_on_recovery(report.no_impact) else ()
+    return (ASSUMPTION,) if leans_on_recovery(table) else ()
 
 
 def displays(report: Report) -> list[Display]:
@@ -194,7 +193,7 @@ def displays(report: Report) -> list[Display]:
             "it was recorded).",
             _no_impact_columns(report),
             report.no_impact.to_dicts(),
-            (*correction_lines(report), *recovery_lines(report)),
+            (*correction_lines(report), *recovery_lines(report.no_impact)),
         ),
         _display(
             "paired",

@@ -21,13 +21,37 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import polars as pl
 from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 NAN = float("nan")
+
+
+# --- small helpers shared by the report modules ---------------------------------------------
+
+
+def is_nan(x: Any) -> bool:
+    """Whether a cell is missing: None or a float NaN."""
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def pct(x: float) -> float:
+    """A fraction as a percentage (NaN stays NaN)."""
+    return 100.0 * x if not math.isnan(x) else NAN
+
+
+def mean_or_nan(values: pl.Series | None) -> float:
+    """Mean of the non-null values; NaN when there are none (or no column: ``None``)."""
+    if values is None:
+        return NAN
+    kept = values.drop_nulls()
+    return float(kept.mean()) if len(kept) else NAN  # type: ignore[arg-type]
+
 
 #: Below this many discordant pairs McNemar uses the exact binomial test, at or above it the
 #: chi-square with continuity correction (a common rule: the normal approximation to
@@ -115,12 +139,67 @@ def _resampled_ratio(
     return out
 
 
-def _percentile(estimate: float, draws: np.ndarray, alpha: float) -> tuple[float, float]:
+@dataclass(frozen=True)
+class ClusterDraws:
+    """The means of ``n_boot`` session-cluster resamples of one set of values.
+
+    Drawn once, they serve every interval built on the same values, seed and ``n_boot`` (the
+    report's cluster CI and the judge-corrected interval of ``correction.py``).
+    """
+
+    estimate: float  # the mean over every observation (nan: none)
+    draws: np.ndarray  # one mean per resample; empty when there is no observation
+    n: int  # observations
+    clusters: int
+    n_boot: int
+    seed: int
+
+
+def cluster_draws(
+    values: Sequence[float] | np.ndarray,
+    clusters: Sequence[object],
+    seed: int = 0,
+    n_boot: int = 2000,
+) -> ClusterDraws:
+    """Resample whole clusters (sessions) with replacement ``n_boot`` times and take the mean
+    over all observations of the drawn clusters, per resample (seeded:
+    ``numpy.random.default_rng(seed)``, multinomial cluster weights).
+
+    >>> d = cluster_draws([1, 0, 1, 1], ["s1", "s1", "s2", "s3"], seed=1, n_boot=200)
+    >>> d.estimate, d.clusters, len(d.draws)
+    (0.75, 3, 200)
+    """
+    sums, counts = _cluster_totals(values, clusters)
+    n = int(counts.sum())
+    if n == 0:
+        return ClusterDraws(NAN, np.empty(0), 0, 0, n_boot, seed)
+    estimate = float(sums.sum() / counts.sum())
+    draws = _resampled_ratio(sums, counts, seed, n_boot)
+    return ClusterDraws(estimate, draws, n, len(sums), n_boot, seed)
+
+
+def percentile(estimate: float, draws: np.ndarray, alpha: float) -> tuple[float, float]:
+    """The alpha/2 and 1 − alpha/2 percentiles of bootstrap ``draws``; when every draw equals
+    the point (all clusters alike), the point itself, exactly."""
     lo, hi = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
-    # every resample equal to the point (all clusters alike): report the point itself, exactly
     if np.allclose(draws, estimate, rtol=0, atol=1e-12):
         return estimate, estimate
     return float(lo), float(hi)
+
+
+def cluster_interval(
+    draws: ClusterDraws,
+    alpha: float = 0.05,
+    method: str = "session-cluster percentile bootstrap",
+) -> BootstrapInterval:
+    """The percentile interval of drawn cluster resamples (``cluster_draws``)."""
+    d = draws
+    if d.n == 0:
+        return BootstrapInterval(NAN, NAN, NAN, 0, 0, d.n_boot, d.seed, alpha, method)
+    low, high = percentile(d.estimate, d.draws, alpha)
+    return BootstrapInterval(
+        d.estimate, low, high, d.n, d.clusters, d.n_boot, d.seed, alpha, method
+    )
 
 
 def cluster_bootstrap_mean(
@@ -136,21 +215,14 @@ def cluster_bootstrap_mean(
     recompute the mean over all observations of the drawn clusters, and take the alpha/2 and
     1 − alpha/2 percentiles of ``n_boot`` resamples (Davison & Hinkley 1997, §3.8; Field & Welsh
     2007). Use it for the mean pruning rate (values = per-case rates) and for the no-impact rate
-    (values = 1 for no_impact, 0 for impact; unscored cases left out beforehand).
+    (values = 1 for no_impact, 0 for impact; unscored cases left out beforehand). The same as
+    ``cluster_interval(cluster_draws(values, clusters, seed, n_boot), alpha)``.
 
     >>> r = cluster_bootstrap_mean([1, 0, 1, 1], ["s1", "s1", "s2", "s3"], seed=1, n_boot=200)
     >>> r.estimate, r.clusters
     (0.75, 3)
     """
-    sums, counts = _cluster_totals(values, clusters)
-    n = int(counts.sum())
-    method = "session-cluster percentile bootstrap"
-    if n == 0:
-        return BootstrapInterval(NAN, NAN, NAN, 0, 0, n_boot, seed, alpha, method)
-    estimate = float(sums.sum() / counts.sum())
-    draws = _resampled_ratio(sums, counts, seed, n_boot)
-    low, high = _percentile(estimate, draws, alpha)
-    return BootstrapInterval(estimate, low, high, n, len(sums), n_boot, seed, alpha, method)
+    return cluster_interval(cluster_draws(values, clusters, seed, n_boot), alpha)
 
 
 def paired_bootstrap_diff(

@@ -34,12 +34,18 @@ from .. import __version__
 from ..datasets.schema import CATEGORIES
 from ..judges.base import DEFAULT_JUDGE
 from ..judges.calibrate import CalibrationError, read_calibration, read_calibration_file
-from ..judges.engine import read_verdicts
+from ..judges.engine import judge_label, read_verdicts
 from ..replay.engine import Run
 from ..sweep import sweep_of
 from . import stats
 from .correction import JudgeAccuracy, corrected_interval, explanation
-from .recovery import RECOVERY_SCHEMA, add_costs, recovery_price
+from .recovery import (
+    RECOVERY_SCHEMA,
+    archive_costs,
+    recovery_price,
+    via_recovery_pct,
+    with_recovery_cost,
+)
 
 #: Example losses kept per (policy, category) in the audit section of a report.
 EXAMPLES = 3
@@ -63,36 +69,23 @@ def show_command(run: Run | str | os.PathLike[str], case_id: str, policy: str) -
 
 
 def resolve_judge(verdicts: pl.DataFrame, judge: str | None) -> str | None:
-    """The judge label meant by ``judge`` (a label, or a name with a single label in the run;
-    None: the run's only judge, or else the default judge).
-
-    None when the run has no verdicts at all; ReportError when the name is unknown or ambiguous.
-    """
-    if verdicts.height == 0:
-        return None
-    labels = sorted(set(verdicts["judge"].to_list()))
-    if judge is None:
-        if len(labels) == 1:
-            return labels[0]
-        judge = DEFAULT_JUDGE
-    if judge in labels:
-        return judge
-    named = sorted(set(verdicts.filter(pl.col("judge_name") == judge)["judge"].to_list()))
-    if len(named) == 1:
-        return named[0]
-    if named:
-        raise ReportError(
-            f"several judges named {judge!r} in this run ({', '.join(named)}); pass one label"
-        )
-    raise ReportError(f"no verdicts from judge {judge!r}; this run has: {', '.join(labels)}")
+    """``judges.engine.resolve_judge``, failing as a report does."""
+    return judge_label(verdicts, judge, ReportError)
 
 
-def outcomes(run: Run, judge: str | None, verdicts: pl.DataFrame | None = None) -> pl.DataFrame:
+def outcomes(
+    run: Run,
+    judge: str | None,
+    verdicts: pl.DataFrame | None = None,
+    *,
+    figures: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """One row per (policy, case): figures joined with the judge's verdict (label null: not judged).
 
-    ``verdicts``: the run's verdicts when already read (``read_verdicts(run.path)``).
+    ``verdicts``: the run's verdicts when already read (``read_verdicts(run.path)``);
+    ``figures``: the run's figures when already read (``run.table("figures")``).
     """
-    figures = run.table("figures")
+    figures = figures if figures is not None else run.table("figures")
     if judge is None:
         verdicts = pl.DataFrame(
             schema={"policy": pl.String, "case_id": pl.String, "label": pl.String}
@@ -122,17 +115,46 @@ def _order(run: Run, frame: pl.DataFrame) -> list[str]:
     return [p for p in seen if p in present] + extra
 
 
-def _pct(x: float) -> float:
-    return 100.0 * x if not math.isnan(x) else math.nan
+#: The scored verdicts: no_impact or impact (unscored and not judged leave every denominator).
+SCORED = pl.col("label").is_in(["no_impact", "impact"])
 
 
-def _mean(frame: pl.DataFrame, column: str) -> float:
-    """Mean of a column over the rows that have it; NaN when none does (e.g. the column came
-    after the run was written)."""
-    if column not in frame.columns:
-        return math.nan
-    value = frame[column].mean()
-    return math.nan if value is None else float(value)  # type: ignore[arg-type]
+def scored_rows(outcomes: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``outcomes`` with a scored verdict."""
+    return outcomes.filter(SCORED)
+
+
+def policy_summary(
+    frame: pl.DataFrame, alpha: float = 0.05, *, pruning: str = "editable_pruning"
+) -> dict[str, Any]:
+    """What the no-impact table and the sweep frontier both say of one policy.
+
+    ``frame``: the policy's rows of ``outcomes`` (with the recovery costs of
+    ``recovery.with_recovery_cost``). Keys: ``cases``, ``not_judged``, ``unscored``, ``n``
+    (scored), ``no_impact``; ``pruning_pct``, the mean of the figures column ``pruning`` over
+    the cases that have it (NaN when none does, e.g. a column that came after the run was
+    written); ``no_impact_pct`` with its Wilson interval (``wilson_lo``, ``wilson_hi``);
+    ``recovery_pct`` (``recovery.via_recovery_pct``); and the price of recovery
+    (``RECOVERY_SCHEMA``).
+    """
+    labels = frame["label"]
+    scored = scored_rows(frame)
+    k = int((scored["label"] == "no_impact").sum())
+    n = scored.height
+    w = stats.wilson(k, n, alpha)
+    return {
+        "cases": frame.height,
+        "not_judged": int(labels.is_null().sum()),
+        "unscored": int((labels == "unscored").sum()),
+        "n": n,
+        "no_impact": k,
+        "pruning_pct": stats.pct(stats.mean_or_nan(frame.get_column(pruning, default=None))),
+        "no_impact_pct": stats.pct(w.estimate),
+        "wilson_lo": stats.pct(w.low),
+        "wilson_hi": stats.pct(w.high),
+        "recovery_pct": via_recovery_pct(scored),
+        **recovery_price(scored, alpha),
+    }
 
 
 # --- (a) no-impact ----------------------------------------------------------------------------
@@ -191,11 +213,8 @@ def no_impact_table(
     rows = []
     for policy in policies:
         frame = outcomes.filter(pl.col("policy") == policy)
-        labels = frame["label"]
-        unscored = int((labels == "unscored").sum())
-        scored = frame.filter(pl.col("label").is_in(["no_impact", "impact"]))
-        k = int((scored["label"] == "no_impact").sum())
-        n = scored.height
+        summary = policy_summary(frame, alpha)
+        scored = scored_rows(frame)
         prune = stats.cluster_bootstrap_mean(
             frame["pruning_rate"].fill_null(0.0).to_numpy(),
             frame["session_id"].to_list(),
@@ -203,61 +222,43 @@ def no_impact_table(
             n_boot,
             alpha,
         )
-        w = stats.wilson(k, n, alpha)
-        boot = stats.cluster_bootstrap_mean(
-            (scored["label"] == "no_impact").cast(pl.Float64).to_numpy(),
-            scored["session_id"].to_list(),
-            seed,
-            n_boot,
-            alpha,
-        )
+        ok = (scored["label"] == "no_impact").cast(pl.Float64).to_numpy()
+        sessions = scored["session_id"].to_list()
+        draws = stats.cluster_draws(ok, sessions, seed, n_boot)  # shared by both intervals
+        boot = stats.cluster_interval(draws, alpha)
         names = frame["policy_name"].drop_nulls()
-        # no-impact that holds only because a folded payload can be recovered through its pointer
-        needs_recovery = int(
-            scored.filter(
-                (pl.col("label") == "no_impact") & (pl.col("recoverable").fill_null(0) > 0)
-            ).height
-        )
         corrected: dict[str, Any] = {}
         if calibration is not None:
-            c = corrected_interval(
-                (scored["label"] == "no_impact").cast(pl.Float64).to_numpy(),
-                scored["session_id"].to_list(),
-                calibration,
-                seed,
-                n_boot,
-                alpha,
-            )
+            c = corrected_interval(ok, sessions, calibration, seed, n_boot, alpha, draws=draws)
             corrected = {
-                "corrected_no_impact_pct": _pct(c.estimate),
-                "corrected_lo": _pct(c.low),
-                "corrected_hi": _pct(c.high),
+                "corrected_no_impact_pct": stats.pct(c.estimate),
+                "corrected_lo": stats.pct(c.low),
+                "corrected_hi": stats.pct(c.high),
                 "corrected_dropped": c.dropped,
             }
         rows.append(
             {
+                **summary,
                 "policy": policy,
                 "name": names[0] if len(names) else policy,
-                "cases": frame.height,
-                "not_judged": int(labels.is_null().sum()),
-                "unscored": unscored,
-                "n": n,
-                "no_impact": k,
-                "pruning_pct": _pct(prune.estimate),
-                "pruning_lo": _pct(prune.low),
-                "pruning_hi": _pct(prune.high),
-                "editable_pruning_pct": _pct(_mean(frame, "editable_pruning")),
-                "no_impact_pct": _pct(w.estimate),
-                "wilson_lo": _pct(w.low),
-                "wilson_hi": _pct(w.high),
-                "boot_lo": _pct(boot.low),
-                "boot_hi": _pct(boot.high),
-                "recovery_pct": _pct(needs_recovery / n) if n else math.nan,
+                "pruning_pct": stats.pct(prune.estimate),
+                "pruning_lo": stats.pct(prune.low),
+                "pruning_hi": stats.pct(prune.high),
+                "editable_pruning_pct": summary["pruning_pct"],  # mean of editable_pruning
+                "boot_lo": stats.pct(boot.low),
+                "boot_hi": stats.pct(boot.high),
                 **corrected,
-                **recovery_price(scored, alpha),
             }
         )
     return pl.DataFrame(rows, schema=schema)
+
+
+def best_row(frame: pl.DataFrame) -> dict[str, Any]:
+    """The row with the highest ``no_impact_pct``; ties go to more ``pruning_pct``, then to the
+    ``policy`` label. The frame must have a row, none with a NaN no-impact (NaN sorts first)."""
+    return frame.sort(
+        ["no_impact_pct", "pruning_pct", "policy"], descending=[True, True, False]
+    ).row(0, named=True)
 
 
 def best_policy(table: pl.DataFrame) -> str | None:
@@ -265,8 +266,7 @@ def best_policy(table: pl.DataFrame) -> str | None:
     scored = table.filter(pl.col("n") > 0)
     if scored.height == 0:
         return None
-    ranked = scored.sort(["no_impact_pct", "pruning_pct", "policy"], descending=[True, True, False])
-    return str(ranked["policy"][0])
+    return str(best_row(scored)["policy"])
 
 
 # --- (b) paired comparisons -------------------------------------------------------------------
@@ -289,6 +289,22 @@ PAIRED_SCHEMA = {
 }
 
 
+def pairs(scored: pl.DataFrame, policy: str, reference: str) -> pl.DataFrame:
+    """The cases both policies scored: ``policy``'s rows of ``scored`` (policy, case_id, ok:
+    no_impact, …) with the reference's ``ok`` as ``ref_ok``."""
+    ref = scored.filter(pl.col("policy") == reference).select(
+        "case_id", pl.col("ok").alias("ref_ok")
+    )
+    return scored.filter(pl.col("policy") == policy).join(ref, on="case_id", how="inner")
+
+
+def discordant(both: pl.DataFrame) -> tuple[int, int, int]:
+    """(n, b, c) of paired cases (``pairs``): n pairs, b = the policy no-impact and the
+    reference not, c = the reverse."""
+    ok, ref_ok = both["ok"], both["ref_ok"]
+    return both.height, int((ok & ~ref_ok).sum()), int((~ok & ref_ok).sum())
+
+
 def paired_table(
     outcomes: pl.DataFrame,
     policies: Sequence[str],
@@ -307,21 +323,17 @@ def paired_table(
     policies, and the difference in no-impact rate (policy − reference, percentage points) with
     a paired session-cluster bootstrap interval.
     """
-    scored = outcomes.filter(pl.col("label").is_in(["no_impact", "impact"])).select(
+    scored = scored_rows(outcomes).select(
         "policy", "case_id", "session_id", (pl.col("label") == "no_impact").alias("ok")
-    )
-    ref = scored.filter(pl.col("policy") == reference).select(
-        "case_id", pl.col("ok").alias("ref_ok")
     )
     rows = []
     for policy in policies:
         if policy == reference:
             continue
-        both = scored.filter(pl.col("policy") == policy).join(ref, on="case_id", how="inner")
+        both = pairs(scored, policy, reference)
         ok = both["ok"]
         ref_ok = both["ref_ok"]
-        b = int((ok & ~ref_ok).sum())
-        c = int((~ok & ref_ok).sum())
+        _, b, c = discordant(both)
         test = stats.mcnemar(b, c, exact_below) if both.height else None
         diff = stats.paired_bootstrap_diff(
             ok.cast(pl.Float64).to_numpy(),
@@ -344,9 +356,9 @@ def paired_table(
                 "statistic": test.statistic if test else math.nan,
                 "p": test.pvalue if test else math.nan,
                 "p_holm": math.nan,
-                "diff_pct": _pct(diff.estimate),
-                "diff_lo": _pct(diff.low),
-                "diff_hi": _pct(diff.high),
+                "diff_pct": stats.pct(diff.estimate),
+                "diff_lo": stats.pct(diff.low),
+                "diff_hi": stats.pct(diff.high),
             }
         )
     frame = pl.DataFrame(rows, schema=PAIRED_SCHEMA)
@@ -373,7 +385,7 @@ LOSSES_SCHEMA = {
 
 def losses_frame(run: Run | str | os.PathLike[str], outcomes: pl.DataFrame) -> pl.DataFrame:
     """Every lost dependency of every scored verdict, with the command that opens its case."""
-    scored = outcomes.filter(pl.col("label").is_in(["no_impact", "impact"]))
+    scored = scored_rows(outcomes)
     rows = []
     for r in scored.select("policy", "case_id", "session_id", "losses").iter_rows(named=True):
         for loss in r["losses"] or ():
@@ -413,9 +425,7 @@ def taxonomy_table(
     extra = sorted(set(losses["category"].to_list()) - set(CATEGORIES))
     rows = []
     for policy in policies:
-        n = outcomes.filter(
-            (pl.col("policy") == policy) & pl.col("label").is_in(["no_impact", "impact"])
-        ).height
+        n = outcomes.filter((pl.col("policy") == policy) & SCORED).height
         mine = losses.filter(pl.col("policy") == policy)
         for category in (*CATEGORIES, *extra):
             of = mine.filter(pl.col("category") == category)
@@ -757,7 +767,10 @@ def build_report(
             notes.append(f"calibration ignored: {e}")
             doc = None
         calibration = JudgeAccuracy.from_mapping(doc) if doc is not None else None
-    rows = add_costs(run, outcomes(run, label, verdicts))  # + the price of recovery per case
+    figures = run.table("figures")
+    costs = archive_costs(run)  # read once: the judge's rows and the frontier's gold rows use it
+    # + the price of recovery per case
+    rows = with_recovery_cost(outcomes(run, label, verdicts, figures=figures), costs)
     policies = _order(run, rows)
     table = no_impact_table(
         rows, policies, seed=seed, n_boot=bootstrap, alpha=alpha, calibration=calibration
@@ -790,7 +803,9 @@ def build_report(
     if sweep is not None:
         from .frontier import build_frontier
 
-        frontier = build_frontier(run, sweep, rows, label, verdicts, alpha=alpha)
+        frontier = build_frontier(
+            run, sweep, rows, label, verdicts, costs=costs, figures=figures, alpha=alpha
+        )
         notes.extend(frontier.notes)
     meta = _metadata(
         run,
