@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ctxreplay.cli import main
-from ctxreplay.sweep import (
+from ctxreplay.engines.sweep import (
     MAX_POINTS,
     SweepError,
     expand,
@@ -19,8 +19,8 @@ from ctxreplay.sweep import (
     parse_grid,
     parse_values,
     run_sweep,
-    sweep_of,
 )
+from ctxreplay.runs import sweep_of
 from sweep_labels import write_labels
 
 FOLD = "self-gc:fold_min_tokens=50;short_tokens=10;commit_threshold=0"
@@ -145,7 +145,7 @@ def test_expand_lists_every_problem_at_once() -> None:
 def test_sweep_resumes_and_adds_only_new_points(
     synth_corpus: Path, synth_cases: Path, tmp_path: Path
 ) -> None:
-    from ctxreplay.replay.engine import make_chunks
+    from ctxreplay.engines.replay import make_chunks
 
     run = tmp_path / "run"
     cases = pl.read_parquet(synth_cases)
@@ -196,8 +196,7 @@ def test_a_bad_grid_fails_before_any_work(
 def test_sweep_with_gold_labels_judges_and_calibrates(
     synth_corpus: Path, synth_cases: Path, tmp_path: Path
 ) -> None:
-    from ctxreplay.judges.calibrate import calibration_path
-    from ctxreplay.judges.engine import read_verdicts
+    from ctxreplay.runs import calibration_path, read_verdicts
 
     labels = write_labels(synth_corpus, synth_cases, tmp_path / "labels")
     run = tmp_path / "run"

@@ -11,7 +11,7 @@ from typing import NoReturn, overload
 
 import click
 
-from . import __version__
+from .version import __version__
 from .judges.base import DEFAULT_JUDGE
 
 
@@ -28,7 +28,7 @@ def _deps_labels(value: str, option: str | None = None) -> str | None:
     """The labels path of a ``deps:LABELS`` value (a malformed one exits). Given the ``option``
     it came from, the value must be ``deps:LABELS`` (anything else exits naming the option);
     without it, anything else is None."""
-    from .judges.calibrate import parse_deps_against
+    from .engines.calibrate import parse_deps_against
 
     try:
         labels = parse_deps_against(value)
@@ -305,9 +305,10 @@ def replay_cmd(
 ) -> None:
     """Replay every case through every policy into a run folder (re-runs skip finished work)."""
     from .datasets.cases import CaseError
+    from .engines.replay import run_replay
     from .registry import UnknownPluginError
-    from .replay.cost import TariffError
-    from .replay.engine import RunError, run_replay
+    from .runs import RunError
+    from .tariffs import TariffError
 
     try:
         summary = run_replay(
@@ -370,9 +371,9 @@ def sweep_cmd(
 ) -> None:
     """Replay and judge a grid of policy parameters into one run (re-runs do only new points);
     `ctxreplay report RUN` then adds the pruning/no-impact frontier."""
+    from .engines.sweep import run_sweep
     from .registry import UnknownPluginError
-    from .replay.engine import RunError
-    from .sweep import run_sweep
+    from .runs import RunError
 
     labels_path = _deps_labels(labels, "--labels") if labels is not None else None
     try:
@@ -399,8 +400,8 @@ def sweep_cmd(
 @click.option("--width", type=int, default=160, show_default=True)
 def show_cmd(run: Path, case: str, policy: str, width: int) -> None:
     """Show a case's prefix and its view side by side, object by object."""
-    from .replay.engine import Run, RunError
-    from .replay.show import render_show
+    from .reports.show import render_show
+    from .runs import Run, RunError
 
     try:
         click.echo(render_show(Run(run), case, policy, width))
@@ -446,9 +447,9 @@ def judge_cmd(
     quiet: bool,
 ) -> None:
     """Give every (case, policy) of a run a verdict; re-runs judge only what is missing."""
-    from .judges.engine import run_judge
+    from .engines.judge import run_judge
     from .registry import UnknownPluginError
-    from .replay.engine import RunError
+    from .runs import RunError
 
     overrides = {
         "base_url": base_url,
@@ -501,8 +502,9 @@ def calibrate_cmd(
     """Confusion matrix, sensitivity/specificity, Cohen's kappa with CI, per-category accuracy."""
     import polars as pl
 
-    from .judges.calibrate import compare, judged_by, read_labels
-    from .judges.engine import read_verdicts, run_judge
+    from .engines.calibrate import compare, judged_by, read_labels
+    from .engines.judge import run_judge
+    from .runs import read_verdicts
 
     labels = _deps_labels(against)
     if labels is not None:
@@ -537,8 +539,8 @@ def _calibrate_deps(
 ) -> None:
     import json
 
-    from .judges.calibrate import calibrate_against_deps, calibration_path
-    from .replay.engine import RunError
+    from .engines.calibrate import calibrate_against_deps
+    from .runs import RunError, calibration_path
 
     try:
         result = calibrate_against_deps(run, judge_name, labels, policies=policies or None)
@@ -601,8 +603,8 @@ def report_cmd(
     calibration_file: Path | None,
 ) -> None:
     """No-impact with Wilson intervals, paired tests, taxonomy audit, cost, trade-off plot."""
-    from .replay.engine import RunError
     from .reports import RenderError, ReportError, build_report
+    from .runs import RunError
 
     try:
         report = build_report(
@@ -649,11 +651,11 @@ def audit_cmd(
     labelled dependencies the judge missed, for a person to inspect."""
     import polars as pl
 
-    from .replay.engine import RunError
     from .reports import ReportError, audit
+    from .runs import RunError
 
     if missed is not None:
-        from .judges.calibrate import missed_dependencies, render_missed
+        from .engines.calibrate import missed_dependencies, render_missed
 
         labels = _deps_labels(missed, "--missed")
         try:
@@ -690,8 +692,8 @@ def audit_cmd(
 @click.option("--judge", default=DEFAULT_JUDGE, show_default=True)
 def export_verdicts_cmd(run: Path, to: str, out: Path, judge: str) -> None:
     """Verdicts as OpenTelemetry gen_ai.evaluation.result events, Phoenix Parquet or Langfuse scores."""
-    from .replay.engine import RunError
     from .reports import ReportError, export_verdicts
+    from .runs import RunError
 
     try:
         click.echo(export_verdicts(run, to, out, judge=judge).render())
@@ -778,7 +780,7 @@ def _load_config(ctx: click.Context, _param: click.Parameter, value: Path | None
 @click.option("--quiet", is_flag=True)
 def run_cmd(**opts: object) -> None:
     """Import (or synthesise) → cases → replay → judge → report, reusing stages already done."""
-    from .pipeline import DEMO_POLICIES, PipelineConfig
+    from .engines.pipeline import DEMO_POLICIES, PipelineConfig
 
     judge_options = {
         k: str(opts[k]) for k in ("base_url", "model", "api_key_env") if opts[k] is not None
@@ -810,10 +812,10 @@ def run_cmd(**opts: object) -> None:
 def _run_pipeline(cfg) -> None:
     from .datasets.cases import CaseError
     from .datasets.store import CorpusError
-    from .pipeline import run_pipeline
+    from .engines.pipeline import run_pipeline
     from .registry import UnknownPluginError
-    from .replay.engine import RunError
     from .reports import ReportError
+    from .runs import RunError
 
     try:
         run_pipeline(cfg, echo=click.echo)
@@ -844,7 +846,7 @@ def _run_pipeline(cfg) -> None:
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def demo_cmd(out: Path, sessions: int, seed: int, workers: int, quiet: bool) -> None:
     """The whole job on the built-in synthetic corpus, offline: every policy, judged, reported."""
-    from .pipeline import PipelineConfig
+    from .engines.pipeline import PipelineConfig
 
     _run_pipeline(
         PipelineConfig(

@@ -11,9 +11,10 @@ import pytest
 from conftest import corpus_path
 from ctxreplay.datasets.export import export_corpus
 from ctxreplay.datasets.importers import importers
+from ctxreplay.datasets.importers.openai_chat import EXT
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Message, Part, Usage
-from ctxreplay.datasets.openai_format import EXT, to_openai
+from ctxreplay.datasets.openai_format import to_openai
 from ctxreplay.datasets.store import Corpus, CorpusError
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"

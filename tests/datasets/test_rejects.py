@@ -52,7 +52,15 @@ CASES = [
     Case("wrong_types.jsonl", "wrong_type", 1, 2, "$.messages[0].content", ("a", "c")),
     Case("orphan_result.jsonl", "orphan_tool_result", 1, 2, "$.messages[1]", ("a", "c")),
     Case("duplicate_ids.jsonl", "duplicate_tool_call_id", 0, 1, "$.messages[1]", ("a", "c")),
-    Case("invalid_utf8.jsonl", "invalid_utf8", 1, 2, "$.messages[0].content", ("a", "c"), session_id="b"),
+    Case(
+        "invalid_utf8.jsonl",
+        "invalid_utf8",
+        1,
+        2,
+        "$.messages[0].content",
+        ("a", "c"),
+        session_id="b",
+    ),
     Case("big_message.jsonl", "oversize_message", 1, 2, "$.messages[0]", ("a", "c"), 4096),
 ]
 

@@ -56,7 +56,7 @@ def test_cache_file_has_tiktokens_expected_hash(tmp_path, monkeypatch) -> None:
 def test_corrupt_cache_is_rebuilt_not_downloaded(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CTXREPLAY_CACHE_DIR", str(tmp_path))
     url, _ = tk.ENCODINGS["cl100k_base"]
-    folder = tk.cache_dir()
+    folder = tk.cache_dir("tiktoken")
     folder.mkdir(parents=True)
     (folder / hashlib.sha1(url.encode()).hexdigest()).write_bytes(b"garbage")
 

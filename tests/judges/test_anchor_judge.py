@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from ctxreplay.judges.anchor import AnchorJudge
-from ctxreplay.judges.anchors import extract
+from ctxreplay.judges.anchor_judge import AnchorJudge
 from ctxreplay.judges.base import JudgeInput
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
 from ctxreplay.replay.view import commit
+from ctxreplay.text.anchors import extract
 
 from builders import call, count, counted, result, say, system, user, view_input
 
@@ -145,7 +145,7 @@ def test_extraction_kinds(text: str, kinds: set[str]) -> None:
 def test_anchors_in_most_sessions_are_boilerplate() -> None:
     from collections import Counter
 
-    from ctxreplay.judges.anchor import anchor_document_frequency, common_anchors
+    from ctxreplay.judges.anchor_judge import anchor_document_frequency, common_anchors
 
     sessions = [session() for _ in range(5)]  # every session shares the same order id and URL
     df, n = anchor_document_frequency(sessions)

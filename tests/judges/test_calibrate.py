@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from ctxreplay.judges.calibrate import compare, read_labels
+from ctxreplay.engines.calibrate import compare, read_labels
 
 
 def frame(labels: list[str], cats: list[str | None] | None = None) -> pl.DataFrame:

@@ -10,9 +10,9 @@ import json
 import pytest
 
 from ctxreplay.judges.base import Verdict, make_judge
-from ctxreplay.judges.facts import Weights, document_frequency, facts_of, normalise, tokens
 from ctxreplay.judges.flow import FlowJudge
 from ctxreplay.replay.plan import Edit
+from ctxreplay.text.facts import Weights, document_frequency, facts_of, normalise, tokens
 
 from builders import call, counted, result, say, system, user, view_input
 

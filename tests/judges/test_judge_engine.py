@@ -6,8 +6,9 @@ import polars as pl
 from click.testing import CliRunner
 
 from ctxreplay.cli import main
-from ctxreplay.judges.engine import read_verdicts, run_judge
-from ctxreplay.replay.engine import run_replay
+from ctxreplay.engines.judge import run_judge
+from ctxreplay.engines.replay import run_replay
+from ctxreplay.runs import read_verdicts
 
 POLICIES = ["noop", "oldest-turn", "tool-prune", "hybrid:summarize_after=4,keep_recent=2"]
 

@@ -32,21 +32,17 @@ from ctxreplay.cli import main
 from ctxreplay.datasets.cases import read_cases
 from ctxreplay.datasets.messages import Message, Part
 from ctxreplay.datasets.store import Corpus
+from ctxreplay.engines.calibrate import calibrate_against_deps, missed_dependencies
+from ctxreplay.engines.judge import run_judge
+from ctxreplay.engines.replay import run_replay
 from ctxreplay.judges.base import Archived, JudgeInput, make_judge
 from ctxreplay.judges.base import rendered as annotator_text
-from ctxreplay.judges.calibrate import (
-    calibrate_against_deps,
-    calibration_path,
-    missed_dependencies,
-    read_calibration,
-)
-from ctxreplay.judges.engine import read_verdicts, run_judge
 from ctxreplay.judges.labels import DepsJudge, LabelsError, load_labels
-from ctxreplay.replay.engine import run_replay, slug
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
 from ctxreplay.replay.view import commit
 from ctxreplay.reports.stats import wilson
+from ctxreplay.runs import calibration_path, read_calibration, read_verdicts, slug
 
 from builders import count
 

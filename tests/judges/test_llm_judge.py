@@ -14,13 +14,13 @@ from dataclasses import replace
 import pytest
 
 from ctxreplay.datasets.messages import Message, Part
-from ctxreplay.datasets.schema import CATEGORIES
 from ctxreplay.datasets.tokenizer import get_tokenizer
 from ctxreplay.judges.base import LABELS, Archived, JudgeInput, make_judge
 from ctxreplay.judges.llm import VERDICT_SCHEMA, LLMJudge, LLMJudgeParams
 from ctxreplay.judges.prompt import render_prompt
 from ctxreplay.llm import LocalModelServer, forget_endpoints, local_model_available
 from ctxreplay.replay.objects import build_index
+from ctxreplay.schema import CATEGORIES
 
 from fake_openai import FakeOpenAI, Reply, chat_body, error_body
 

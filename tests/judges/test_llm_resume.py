@@ -12,8 +12,9 @@ import time
 
 import polars as pl
 
-from ctxreplay.judges.engine import read_verdicts, run_judge
-from ctxreplay.replay.engine import run_replay
+from ctxreplay.engines.judge import run_judge
+from ctxreplay.engines.replay import run_replay
+from ctxreplay.runs import read_verdicts
 
 from fake_openai import FakeOpenAI, Reply, chat_body
 

@@ -25,7 +25,7 @@ from ctxreplay.llm import (
     write_batch_input,
 )
 from ctxreplay.llm.batch import BatchFormatError
-from ctxreplay.replay.cost import load_tariff
+from ctxreplay.tariffs import load_tariff
 
 from fake_openai import FakeOpenAI, Reply, chat_body, error_body
 

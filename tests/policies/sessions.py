@@ -14,9 +14,10 @@ from typing import Any
 
 from ctxreplay.datasets.messages import Message, Part
 from ctxreplay.datasets.tokenizer import get_tokenizer
-from ctxreplay.policies.base import Policy, PrefixContext, make_policy
+from ctxreplay.policies.base import Policy, make_policy
+from ctxreplay.replay.context import PrefixContext, context_for
 from ctxreplay.replay.objects import part_tokens, tool_slug
-from ctxreplay.replay.outcome import Outcome, context_for, replay_case
+from ctxreplay.replay.outcome import Outcome, replay_case
 
 
 def count(text: str) -> int:

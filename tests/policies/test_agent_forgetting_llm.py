@@ -15,8 +15,9 @@ from ctxreplay.policies.agent_forgetting import AgentForgetting
 from ctxreplay.policies.base import make_policy
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.outcome import replay_case
-from ctxreplay.replay.sidecar import SidecarStore, original_result, recover_into_view
+from ctxreplay.replay.sidecar import original_result, recover_into_view
 from ctxreplay.replay.view import archived_note, make_archive, view_problems
+from ctxreplay.runs import SidecarStore
 
 from fake_openai import FakeOpenAI, Reply, chat_body
 from sessions import Session, count, prose, shape, with_result

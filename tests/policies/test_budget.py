@@ -30,7 +30,8 @@ from ctxreplay.policies.budget import (
 from ctxreplay.policies.hybrid import summary_line
 from ctxreplay.policies.observation_masking import masked_observation
 from ctxreplay.registry import parse_params
-from ctxreplay.replay.outcome import Outcome, context_for, replay_case
+from ctxreplay.replay.context import context_for
+from ctxreplay.replay.outcome import Outcome, replay_case
 from ctxreplay.replay.plan import Edit
 from ctxreplay.replay.view import fold_pointer, make_archive, mask_text, view_problems
 

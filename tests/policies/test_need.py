@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from ctxreplay.policies.base import PrefixContext
 from ctxreplay.policies.budget import spend
 from ctxreplay.policies.need import predict, priority
 from ctxreplay.replay.compact import compact_json
+from ctxreplay.replay.context import PrefixContext
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
 from ctxreplay.replay.view import commit, view_problems

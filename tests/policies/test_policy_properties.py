@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from ctxreplay.datasets.messages import Message, Part
 from ctxreplay.policies.base import all_policies, make_policy
-from ctxreplay.replay.outcome import context_for, replay_case
+from ctxreplay.replay.context import context_for
+from ctxreplay.replay.outcome import replay_case
 from ctxreplay.replay.sidecar import payload_messages
 from ctxreplay.replay.view import view_problems
 

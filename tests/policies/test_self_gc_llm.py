@@ -416,7 +416,8 @@ def test_the_run_records_planner_tokens_hashes_parameters_and_drops(
 ):
     import polars as pl
 
-    from ctxreplay.replay.engine import Run, run_replay
+    from ctxreplay.engines.replay import run_replay
+    from ctxreplay.runs import Run
 
     run = tmp_path / "run"
     with FakeOpenAI(default=scripted_planner) as server:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ctxreplay.datasets.messages import Message, Part, Usage
-from ctxreplay.replay.cost import Tariff, TariffError, case_cost, commit_benefit, load_tariff
+from ctxreplay.replay.cost import case_cost, commit_benefit
+from ctxreplay.tariffs import Tariff, TariffError, load_tariff
 
 T = Tariff("t", input=2.0, cached_input=0.5, output=8.0)
 

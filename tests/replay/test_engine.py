@@ -12,11 +12,13 @@ from click.testing import CliRunner
 from ctxreplay.cli import main
 from ctxreplay.datasets.store import Corpus
 from ctxreplay.datasets.tokenizer import get_tokenizer
-from ctxreplay.policies.base import PrefixContext, make_policy
-from ctxreplay.replay.engine import Run, RunError, run_replay
+from ctxreplay.engines.replay import run_replay
+from ctxreplay.policies.base import make_policy
+from ctxreplay.replay.context import PrefixContext
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.outcome import replay_case
 from ctxreplay.replay.view import view_problems
+from ctxreplay.runs import Run, RunError
 
 POLICIES = ["noop", "tool-prune:keep=2", "self-gc", "agent-forgetting:reminder_tokens=4000"]
 

@@ -14,12 +14,13 @@ import pytest
 
 from ctxreplay.datasets.store import Corpus
 from ctxreplay.datasets.tokenizer import get_tokenizer
-from ctxreplay.policies.base import PrefixContext
+from ctxreplay.engines.replay import run_replay
 from ctxreplay.policies.budget import editable_tokens
-from ctxreplay.replay.engine import Run, run_replay
+from ctxreplay.replay.context import PrefixContext
 from ctxreplay.replay.objects import build_index
 from ctxreplay.reports import build_report
 from ctxreplay.reports.tables import no_impact_table, outcomes
+from ctxreplay.runs import Run
 
 POLICIES = ["noop", "tool-prune:keep=1", "oldest-turn:target=1"]
 NEW = ("editable_tokens", "editable_pruning", "budget_note")

@@ -12,12 +12,12 @@ from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
 from ctxreplay.replay.sidecar import (
     SidecarError,
-    SidecarStore,
     original_result,
     payload_messages,
     recover_into_view,
 )
 from ctxreplay.replay.view import commit, mask_text, view_problems
+from ctxreplay.runs import SidecarStore
 
 from builders import coding_session, count
 

@@ -22,8 +22,10 @@ def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from ctxreplay.datasets.cases import build_cases, parse_trigger, write_cases
     from ctxreplay.datasets.store import Corpus
     from ctxreplay.datasets.synth import generate
-    from ctxreplay.judges.engine import VERDICTS, read_verdicts, run_judge
-    from ctxreplay.replay.engine import run_replay, slug
+    from ctxreplay.engines.judge import run_judge
+    from ctxreplay.engines.replay import run_replay
+    from ctxreplay.runs import read_verdicts, slug
+    from ctxreplay.schema import VERDICTS
 
     cache = tmp_path_factory.getbasetemp() / "ctxreplay-cache"
     with pytest.MonkeyPatch.context() as mp:
@@ -73,8 +75,8 @@ def otel_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from ctxreplay.datasets.cases import build_cases, parse_trigger, write_cases
     from ctxreplay.datasets.ingest import import_paths
     from ctxreplay.datasets.store import Corpus
-    from ctxreplay.judges.engine import run_judge
-    from ctxreplay.replay.engine import run_replay
+    from ctxreplay.engines.judge import run_judge
+    from ctxreplay.engines.replay import run_replay
 
     fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "otel"
     cache = tmp_path_factory.getbasetemp() / "ctxreplay-cache"

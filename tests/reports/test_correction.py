@@ -13,7 +13,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ctxreplay.judges.calibrate import CalibrationError, calibration_path, read_calibration
 from ctxreplay.reports import build_report
 from ctxreplay.reports.correction import (
     JudgeAccuracy,
@@ -22,6 +21,7 @@ from ctxreplay.reports.correction import (
     explanation,
     rogan_gladen,
 )
+from ctxreplay.runs import CalibrationError, calibration_path, read_calibration
 
 # --- Rogan–Gladen ------------------------------------------------------------------------------
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ctxreplay.judges.engine import read_verdicts
 from ctxreplay.reports import ReportError, export_verdicts
 from ctxreplay.reports.exports import trace_keys
+from ctxreplay.runs import read_verdicts
 
 
 def _attrs(record: dict) -> dict:

@@ -193,7 +193,7 @@ def test_recovery_cost_arithmetic_by_hand() -> None:
 def sweep_run(
     synth_corpus: Path, synth_cases: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    from ctxreplay.sweep import run_sweep
+    from ctxreplay.engines.sweep import run_sweep
 
     root = tmp_path_factory.mktemp("frontier")
     cache = tmp_path_factory.getbasetemp() / "ctxreplay-cache"
@@ -223,7 +223,7 @@ def _folded(report) -> str:
 
 
 def test_no_impact_table_appends_the_recovery_price(report, sweep_run: Path) -> None:
-    from ctxreplay.replay.engine import Run
+    from ctxreplay.runs import Run
 
     table = report.no_impact
     assert table.columns[-len(RECOVERY_SCHEMA) :] == list(RECOVERY_SCHEMA)
@@ -287,7 +287,7 @@ def test_frontier_points_pareto_and_basis(report) -> None:
     assert frontier.pruning_column in ("editable_pruning", "pruning_rate")
     assert frontier.pruning_column in frontier.pruning_basis
     assert report.meta["sweep"]["pruning_column"] == frontier.pruning_column
-    from ctxreplay.replay.engine import Run
+    from ctxreplay.runs import Run
 
     figures = Run(report.run).table("figures", "tool-prune:keep=1")
     keep1 = judge.filter(pl.col("policy") == "tool-prune:keep=1").row(0, named=True)

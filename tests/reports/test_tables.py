@@ -9,11 +9,10 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from ctxreplay.datasets.schema import CATEGORIES
-from ctxreplay.judges.engine import read_verdicts
-from ctxreplay.replay.engine import Run
 from ctxreplay.reports import ReportError, audit, build_report, show_command, wilson
 from ctxreplay.reports.tables import commit_kind
+from ctxreplay.runs import Run, read_verdicts
+from ctxreplay.schema import CATEGORIES
 
 from judged_run import DROPPED, POLICIES, UNSCORED
 
@@ -228,4 +227,6 @@ def test_a_run_without_verdicts_still_reports_pruning_and_cost(otel_run: Path, t
 
 def test_judge_none_takes_the_only_judge(otel_run: Path, small_run: Path):
     assert build_report(otel_run, judge=None, bootstrap=20).judge == "flow"
-    assert build_report(small_run, judge=None, bootstrap=20).judge == "flow"  # two: the default judge wins
+    assert (
+        build_report(small_run, judge=None, bootstrap=20).judge == "flow"
+    )  # two: the default judge wins

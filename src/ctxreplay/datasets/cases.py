@@ -29,27 +29,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..schema import CASES
 from .store import Corpus
-
-CASES = pa.schema(
-    [
-        pa.field("case_id", pa.string(), nullable=False),
-        pa.field("session_id", pa.string(), nullable=False),
-        pa.field("source_session_id", pa.string()),
-        pa.field("cut", pa.int32(), nullable=False),
-        pa.field("trigger", pa.string(), nullable=False),
-        pa.field("prefix_messages", pa.int32(), nullable=False),
-        pa.field("prefix_tokens", pa.int64(), nullable=False),
-        pa.field("prefix_tool_tokens", pa.int64(), nullable=False),
-        pa.field("tool_share", pa.float64(), nullable=False),
-        pa.field("user_turns", pa.int32(), nullable=False),
-        pa.field("future_start", pa.int32(), nullable=False),
-        pa.field("future_end", pa.int32(), nullable=False),
-        pa.field("future_messages", pa.int32(), nullable=False),
-        pa.field("future_requests", pa.int32(), nullable=False),
-        pa.field("future_tokens", pa.int64(), nullable=False),
-    ]
-)
 
 
 class CaseError(ValueError):

@@ -78,6 +78,24 @@ class Usage:
     completion_tokens: int | None = None
 
 
+def usage_from(obj: Any) -> Usage | None:
+    """Usage from an OpenAI-style ``usage`` object (or our extension), when it has numbers."""
+    if not isinstance(obj, dict):
+        return None
+    prompt = obj.get("prompt_tokens", obj.get("input_tokens"))
+    completion = obj.get("completion_tokens", obj.get("output_tokens"))
+    cached = obj.get("cached_tokens")
+    details = obj.get("prompt_tokens_details") or obj.get("input_tokens_details")
+    if cached is None and isinstance(details, dict):
+        cached = details.get("cached_tokens")
+    if cached is None and obj.get("cache_read_input_tokens") is not None:
+        cached = obj.get("cache_read_input_tokens")
+    values = [v for v in (prompt, cached, completion) if v is not None]
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return Usage(prompt, cached, completion)
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message of a session, in order (``seq``)."""

@@ -12,9 +12,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from .messages import MEDIA_PART_TYPES, Message, Part, Usage
-
-EXT = "x-ctxreplay"
+from .importers.openai_chat import EXT, messages_from_openai  # the reader is the reference
+from .messages import MEDIA_PART_TYPES, Message, Part
 
 
 def _content(parts: list[Part]) -> str | list[dict[str, Any]] | None:
@@ -125,8 +124,6 @@ def _annotate(m: Message, pieces: list[dict[str, Any]], call_names: dict[str, st
     for p in m.calls:
         if p.id:
             call_names[p.id] = p.name
-    from .importers.openai_chat import messages_from_openai  # the reader is the reference
-
     try:
         back = messages_from_openai(pieces, "$")
     except ValueError:
@@ -168,21 +165,3 @@ def to_openai(messages: Iterable[Message], *, extensions: bool = False) -> list[
             _annotate(m, pieces, call_names)
         out.extend(pieces)
     return out
-
-
-def usage_from(obj: Any) -> Usage | None:
-    """Usage from an OpenAI-style ``usage`` object (or our extension), when it has numbers."""
-    if not isinstance(obj, dict):
-        return None
-    prompt = obj.get("prompt_tokens", obj.get("input_tokens"))
-    completion = obj.get("completion_tokens", obj.get("output_tokens"))
-    cached = obj.get("cached_tokens")
-    details = obj.get("prompt_tokens_details") or obj.get("input_tokens_details")
-    if cached is None and isinstance(details, dict):
-        cached = details.get("cached_tokens")
-    if cached is None and obj.get("cache_read_input_tokens") is not None:
-        cached = obj.get("cache_read_input_tokens")
-    values = [v for v in (prompt, cached, completion) if v is not None]
-    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return None
-    return Usage(prompt, cached, completion)

@@ -24,10 +24,11 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from .. import __version__
+from ..version import __version__
+from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS
 from .messages import Message, Session
 from .rejects import Reject
-from .schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS, message_to_row, row_to_message
+from .rows import message_to_row, row_to_message
 from .tokenizer import Tokenizer
 
 TABLES = ("sessions", "messages", "rejects", "ground_truth")

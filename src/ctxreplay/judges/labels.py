@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..datasets.cases import json_objects
-from ..datasets.schema import CATEGORIES
-from .anchor import owner_of
+from ..replay.objects import owner_of
+from ..schema import CATEGORIES
+from ..text.facts import squash
 from .base import (
     Judge,
     JudgeInput,
@@ -43,7 +44,6 @@ from .base import (
     rendered,
     tally,
 )
-from .facts import squash
 
 #: the labels spell the category the US way; the project spells it ``behavioural_contract``
 CATEGORY_ALIASES = {"behavioral_contract": "behavioural_contract"}

@@ -33,10 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from ..datasets.schema import CATEGORIES
 from ..datasets.tokenizer import get_tokenizer
 from ..llm.client import Completion, ModelCallError, ModelClient, parse_json_answer
 from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
+from ..schema import CATEGORIES
 from .base import Judge, JudgeInput, Loss, Usage, Verdict, judge
 from .prompt import STATUSES, RenderedPrompt, render_prompt
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
+
+from ..files import atomic_write_text
 
 CHAT_URL = "/v1/chat/completions"
 
@@ -60,11 +61,7 @@ def write_batch_input(
             raise BatchFormatError(f"duplicate custom_id {custom_id!r}")
         seen.add(custom_id)
         lines.append(json.dumps(batch_line(custom_id, body, url), ensure_ascii=False))
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    os.replace(tmp, target)
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
     return len(lines)
 
 

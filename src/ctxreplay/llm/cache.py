@@ -12,13 +12,13 @@ format, sampling settings); the API key is never part of it, nor of the stored e
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from ..files import atomic_write_text, cache_dir
 
 CACHE_VERSION = 1
 
@@ -36,10 +36,7 @@ def request_key(request: dict[str, Any]) -> str:
 
 def default_cache_dir() -> Path:
     """``$CTXREPLAY_CACHE_DIR/llm`` (default ``~/.cache/ctxreplay/llm``)."""
-    root = os.environ.get("CTXREPLAY_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ctxreplay"
-    )
-    return Path(root) / "llm"
+    return cache_dir("llm")
 
 
 class ResponseCache:
@@ -69,19 +66,8 @@ class ResponseCache:
     def put(self, key: str, record: dict[str, Any]) -> Path:
         """Store ``record`` under ``key`` atomically (tmp file + rename)."""
         target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
         payload = json.dumps({"key": key, "record": record}, ensure_ascii=False, indent=1)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(payload)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write_text(target, payload, fsync=True)
         return target
 
     def __contains__(self, key: object) -> bool:

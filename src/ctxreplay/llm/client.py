@@ -44,7 +44,7 @@ from typing import Any
 
 import openai
 
-from ..replay.cost import Tariff, TariffError, load_tariff
+from ..tariffs import Tariff, TariffError, load_tariff
 from .cache import ResponseCache, request_key
 
 #: sent when the key variable is unset: local servers ignore it, real providers answer 401

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ..datasets.messages import Part
+from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject, ObjectIndex, latest_user_message
 from ..replay.plan import Edit
-from .base import PrefixContext
 
 #: OpenCode's prune, OpenClaw's hard-clear and Claude Code's microcompact all use this text.
 CLEARED = "[Old tool result content cleared]"

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..datasets.messages import Message
-from ..judges.prompt import close_delimiter, fit_prompt, neutralise, open_delimiter, shorten
 from ..replay.objects import ContextObject, ObjectIndex
+from ..text.quoting import close_delimiter, fit_prompt, neutralise, open_delimiter, shorten
 
 PLAN_ACTIONS: tuple[str, ...] = ("fold", "mask", "prune")
 

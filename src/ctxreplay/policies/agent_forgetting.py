@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from ..datasets.messages import Message
+from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan, rehearse
 from ..replay.view import commit
@@ -17,7 +18,7 @@ from ._model_planner import (
     ModelPlannerError,
     ModelPlannerMixin,
 )
-from .base import Policy, PrefixContext, policy
+from .base import Policy, policy
 from .budget import BudgetParams, Need, need_for, spend, with_budget
 from .need import predict, priority
 from .recorded import recorded_edits

@@ -10,35 +10,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..datasets.messages import Message
 from ..registry import Plugin, Registry
-from ..replay.objects import ObjectIndex
+from ..replay.context import CommitDecision, PrefixContext
 from ..replay.plan import Plan, Rehearsal
 from ..replay.view import View
-
-
-@dataclass(frozen=True)
-class PrefixContext:
-    """Everything a planner may look at: the prefix, its objects, a token counter."""
-
-    case_id: str
-    session_id: str
-    messages: tuple[Message, ...]
-    index: ObjectIndex
-    count: Callable[[str], int]
-
-    @property
-    def tokens(self) -> int:
-        return sum(m.tokens for m in self.messages)
-
-
-@dataclass(frozen=True)
-class CommitDecision:
-    commit: bool
-    reason: str
 
 
 class Policy(Plugin, ABC):

@@ -28,9 +28,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ..replay.context import PrefixContext
 from ..replay.objects import editable_positions
 from ..replay.plan import Edit
-from .base import PrefixContext
 
 #: the default explanation of a shortfall
 KEPT_BY_RULES = "every remaining object is protected or kept by the policy's rules"

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..datasets.messages import Part
+from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject, part_tokens
 from ..replay.plan import Edit, Plan
 from . import _select as sel
-from .base import Policy, PrefixContext, policy
+from .base import Policy, policy
 from .budget import BudgetParams, extend, freed_too_little, need_for, not_triggered
 
 #: Anthropic documents only that cleared results are replaced "with placeholder text to let

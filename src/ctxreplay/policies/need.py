@@ -28,12 +28,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..judges.facts import facts_of, shape_floor, tokens
 from ..replay.compact import compact_json
+from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.view import mask_text
+from ..text.facts import facts_of, shape_floor, tokens
 from . import _select as sel
-from .base import PrefixContext
 
 #: tools whose call changes a file (its earlier views are stale afterwards)
 _WRITES = re.compile(r"edit|write|replace|patch|create|insert|apply|sed", re.IGNORECASE)

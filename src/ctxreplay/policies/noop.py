@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ..registry import NoParams
+from ..replay.context import PrefixContext
 from ..replay.plan import Plan
-from .base import Policy, PrefixContext, policy
+from .base import Policy, policy
 
 
 @policy("noop")

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
-from .base import Policy, PrefixContext, policy
+from .base import Policy, policy
 from .budget import BudgetParams, extend, need_for, not_triggered
 
 _PREFIX = "Old environment output: ("

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from ..replay.view import fold_pointer, make_archive
 from . import _select as sel
-from .base import Policy, PrefixContext, policy
+from .base import Policy, policy
 from .budget import BudgetParams, estimate_meta, need_for, not_triggered, spend, with_budget
 
 

@@ -11,18 +11,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from ..judges.anchors import LOCATOR_KINDS, extract
-from ..judges.facts import ERROR, facts_of, key_words, parse_json
-from ..judges.prompt import close_delimiter, fit_prompt, neutralise, open_delimiter, shorten
+from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject, part_tokens
 from ..replay.plan import Edit, Plan
+from ..text.anchors import LOCATOR_KINDS, extract
+from ..text.facts import ERROR, facts_of, key_words, parse_json
+from ..text.quoting import close_delimiter, fit_prompt, neutralise, open_delimiter, shorten
 from . import _select as sel
 from ._model_planner import (
     ModelParams,
     ModelPlannerError,
     ModelPlannerMixin,
 )
-from .base import Policy, PrefixContext, policy
+from .base import Policy, policy
 
 
 @dataclass(frozen=True)

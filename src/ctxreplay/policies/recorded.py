@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..datasets.messages import arguments_object
+from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
-from .base import Policy, PrefixContext, policy
+from .base import Policy, policy
 
 #: keys under which a context_apply call lists its batch
 BATCH_KEYS = ("results", "batch", "items", "edits", "archive", "archives")

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..replay.cost import commit_benefit, load_tariff
+from ..replay.context import CommitDecision, PrefixContext
+from ..replay.cost import commit_benefit
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan, Rehearsal, rehearse
 from ..replay.view import View
+from ..tariffs import load_tariff
 from . import _select as sel
 from ._model_planner import (
     ModelParams,
@@ -24,7 +26,7 @@ from ._selfgc_prompt import (
     plan_schema,
     render_plan_prompt,
 )
-from .base import CommitDecision, Policy, PrefixContext, policy
+from .base import Policy, policy
 from .budget import BudgetParams, Need, need_for, spend, with_budget
 from .need import Estimate, predict, priority
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import chain
 
+from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from ..replay.view import mask_text
 from . import _select as sel
-from .base import Policy, PrefixContext, policy
+from .base import Policy, policy
 from .budget import BudgetParams, Need, estimate_meta, extend, need_for, not_triggered
 
 

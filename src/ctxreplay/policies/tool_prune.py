@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
-from .base import Policy, PrefixContext, policy
+from .base import Policy, policy
 from .budget import BudgetParams, extend, freed_too_little, need_for, not_triggered
 
 

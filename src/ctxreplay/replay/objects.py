@@ -198,3 +198,21 @@ def _replace(obj: ContextObject, **changes: object) -> ContextObject:
     from dataclasses import replace
 
     return replace(obj, **changes)  # type: ignore[arg-type]
+
+
+def owner_of(index: ObjectIndex) -> dict[int, ContextObject]:
+    """Prefix message index → the object that holds it (functions win over their turn)."""
+    owner: dict[int, ContextObject] = {}
+    for obj in index.objects:
+        if obj.kind == "user_turn":
+            owner.setdefault(obj.messages[0], obj)
+    for obj in index.functions():
+        owner[obj.call_index] = obj
+        owner[obj.result_index] = obj
+    return owner
+
+
+def current_blocker(index: ObjectIndex) -> str | None:
+    """The most recent failed tool call: the state the next steps work around."""
+    errors = [f for f in index.functions() if f.is_error]
+    return errors[-1].id if errors else None

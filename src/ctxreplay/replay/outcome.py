@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..datasets.messages import Message
-from .objects import build_index
+from .context import Planner, PrefixContext
 from .plan import Plan, PlannerError, Rehearsal, rehearse
 from .view import Origin, View, commit
-
-if TYPE_CHECKING:
-    from ..policies.base import Policy, PrefixContext
 
 
 @dataclass(frozen=True)
@@ -39,7 +36,7 @@ def identity_view(messages: Sequence[Message]) -> View:
     )
 
 
-def replay_case(policy: Policy, ctx: PrefixContext) -> Outcome:
+def replay_case(policy: Planner, ctx: PrefixContext) -> Outcome:
     """Run ``policy`` on one prefix. A planner failure leaves the prefix unchanged, recorded."""
     failure = None
     try:
@@ -78,38 +75,3 @@ def replay_case(policy: Policy, ctx: PrefixContext) -> Outcome:
         planner_failure=failure,
         planner=dict(plan.meta),
     )
-
-
-def context_for(
-    messages: Sequence[Message],
-    count: Callable[[str], int],
-    case_id: str = "case",
-    session_id: str = "session",
-) -> PrefixContext:
-    from ..policies.base import PrefixContext
-
-    prefix = tuple(m for m in messages if m.visible)
-    return PrefixContext(case_id, session_id, prefix, build_index(prefix, count), count)
-
-
-def replay_messages(
-    messages: Sequence[Message], policy: str | Policy, count: Callable[[str], int] | None = None
-) -> Outcome:
-    """Three-line use: ``replay_messages(prefix, "tool-prune:keep=1").view.messages``.
-
-    Messages without stored token counts get them from ``count`` (default: o200k_base).
-    """
-    from dataclasses import replace
-
-    from ..policies.base import make_policy
-    from .objects import part_tokens
-
-    if count is None:
-        from ..datasets.tokenizer import get_tokenizer
-
-        count = get_tokenizer().count
-    counted = [
-        m if m.tokens else replace(m, tokens=sum(part_tokens(p, count) for p in m.parts))
-        for m in messages
-    ]
-    return replay_case(make_policy(policy), context_for(counted, count))

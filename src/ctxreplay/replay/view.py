@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..datasets.messages import Message, Part
-from ..datasets.schema import part_to_row
+from ..datasets.rows import part_to_row
 from .compact import compact_json
 from .objects import ContextObject, ObjectIndex, part_tokens
 from .plan import Edit, Rehearsal

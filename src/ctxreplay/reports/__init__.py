@@ -17,6 +17,7 @@ from .exports import FORMATS as EXPORT_FORMATS
 from .exports import ExportSummary, export_verdicts, verdict_records
 from .plot import tradeoff_plot
 from .render import FORMATS, RenderError, render, save
+from .report import Report, build_report
 from .stats import (
     BootstrapInterval,
     HolmResult,
@@ -29,7 +30,7 @@ from .stats import (
     paired_bootstrap_diff,
     wilson,
 )
-from .tables import Report, ReportError, audit, build_report, show_command
+from .tables import ReportError, audit, show_command
 
 __all__ = [
     "EXPORT_FORMATS",

@@ -47,10 +47,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import __version__
+from ..version import __version__
+from ..files import atomic_path
 from ..judges.base import DEFAULT_JUDGE
-from ..judges.engine import read_verdicts
-from ..replay.engine import Run
+from ..runs import Run, read_verdicts
+from ..schema import PHOENIX
 from .tables import ReportError, resolve_judge
 
 FORMATS = ("otel", "phoenix", "langfuse")
@@ -252,25 +253,6 @@ def otel_document(run: Run, records: pl.DataFrame) -> dict[str, Any]:
 
 # --- Phoenix --------------------------------------------------------------------------------
 
-PHOENIX = pa.schema(
-    [
-        ("context.span_id", pa.string()),
-        ("context.trace_id", pa.string()),
-        ("name", pa.string()),
-        ("annotator_kind", pa.string()),
-        ("score", pa.float64()),
-        ("label", pa.string()),
-        ("explanation", pa.string()),
-        ("identifier", pa.string()),
-        ("metadata", pa.string()),
-        ("case_id", pa.string()),
-        ("session_id", pa.string()),
-        ("source_session_id", pa.string()),
-        ("policy", pa.string()),
-        ("judge", pa.string()),
-    ]
-)
-
 
 def phoenix_table(records: pl.DataFrame) -> pa.Table:
     rows = []
@@ -361,17 +343,19 @@ def export_verdicts(
     r = run if isinstance(run, Run) else Run(run)
     records = verdict_records(r, judge)
     path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    with atomic_path(path) as tmp:
+        _write_export(to, tmp, r, records)
+    span, trace, session = _key_counts(records)
+    label = str(records["judge"][0]) if records.height else judge
+    return ExportSummary(path, to, label, records.height, span, trace, session)
+
+
+def _write_export(to: str, tmp: Path, run: Run, records: pl.DataFrame) -> None:
     if to == "otel":
-        tmp.write_text(json.dumps(otel_document(r, records), ensure_ascii=False) + "\n")
+        tmp.write_text(json.dumps(otel_document(run, records), ensure_ascii=False) + "\n")
     elif to == "phoenix":
         pq.write_table(phoenix_table(records), tmp)
     else:
         with tmp.open("w") as f:
-            for row in langfuse_rows(r, records):
+            for row in langfuse_rows(run, records):
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
-    span, trace, session = _key_counts(records)
-    label = str(records["judge"][0]) if records.height else judge
-    return ExportSummary(path, to, label, records.height, span, trace, session)

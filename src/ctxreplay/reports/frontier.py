@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from . import stats
+from .formatting import Display, ci, count, display, num, pval, recovery_columns, recovery_lines
 from .recovery import ASSUMPTION, RECOVERY_SCHEMA, archive_costs, with_recovery_cost
 from .tables import SCORED, best_row, discordant, pairs, policy_summary
 from .tables import outcomes as outcomes_of
 
 if TYPE_CHECKING:
-    from ..replay.engine import Run
-    from .render import Display
+    from ..runs import Run
 
 #: Width of a pruning level, in percentage points.
 LEVEL_STEP = 10.0
@@ -321,8 +321,6 @@ class Frontier:
         )
 
     def displays(self) -> list[Display]:
-        from .render import _display, ci, count, num, pval, recovery_columns, recovery_lines
-
         out = []
         for measure in self.measures:
             pts = self.points.filter(pl.col("measure") == measure)
@@ -349,7 +347,7 @@ class Frontier:
                 ),
             ]
             out.append(
-                _display(
+                display(
                     f"frontier_{measure}",
                     f"Frontier ({self.title(measure)}): points by family",
                     "Each sweep point, by family, sorted by pruning; no-impact with its Wilson 95% "
@@ -361,7 +359,7 @@ class Frontier:
                 )
             )
             out.append(
-                _display(
+                display(
                     f"frontier_levels_{measure}",
                     f"Frontier ({self.title(measure)}): the leading point per pruning level",
                     f"Level L: among the points that prune at least L % (steps of {self.step:g}), "

@@ -64,7 +64,7 @@ def archive_costs(run: Any) -> pl.DataFrame:
 
     ``run``: a ``replay.engine.Run`` (or its path). Reads only the needed columns.
     """
-    from ..replay.engine import Run, slug
+    from ..runs import Run, slug
 
     r = run if isinstance(run, Run) else Run(run)
     frames = []

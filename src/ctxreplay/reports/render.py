@@ -15,18 +15,30 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ..datasets.schema import CATEGORIES
+from ..schema import CATEGORIES
 from .correction import describe as describe_calibration
-from .stats import is_nan as _nan
+from .formatting import (
+    Display,
+    category_title,
+    ci,
+    count,
+    display,
+    num,
+    pval,
+    recovery_columns,
+    recovery_lines,
+    usd,
+    usd_delta,
+    usd_range,
+)
 
 if TYPE_CHECKING:
-    from .tables import Report
+    from .report import Report
 
 FORMATS = ("terminal", "markdown", "csv", "json", "html")
 SUFFIXES = {
@@ -47,74 +59,7 @@ class RenderError(ValueError):
 # --- number formats -------------------------------------------------------------------------
 
 
-def num(x: Any, digits: int = 2) -> str:
-    return "–" if _nan(x) else f"{x:.{digits}f}"
-
-
-def ci(lo: Any, hi: Any, digits: int = 2) -> str:
-    return "–" if _nan(lo) or _nan(hi) else f"[{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
-def pval(p: Any) -> str:
-    if _nan(p):
-        return "–"
-    return f"{p:.1e}" if p < 0.001 else f"{p:.3g}"
-
-
-def count(x: Any) -> str:
-    return "–" if _nan(x) else f"{int(x):,}"
-
-
-def usd(x: Any) -> str:
-    return "–" if _nan(x) else f"{x:,.4f}"
-
-
-def usd_range(lo: Any, hi: Any) -> str:
-    return "–" if _nan(lo) or _nan(hi) else f"{lo:,.4f}–{hi:,.4f}"
-
-
-def usd_delta(cached: Any, uncached: Any) -> str:
-    """Policy − baseline under perfect caching and under no caching (not an ordered range)."""
-    return "–" if _nan(cached) or _nan(uncached) else f"{cached:+,.4f} / {uncached:+,.4f}"
-
-
-def category_title(c: str) -> str:
-    return c.replace("_", " ")
-
-
 # --- display tables (shared by terminal, markdown and html) ---------------------------------
-
-
-@dataclass(frozen=True)
-class Display:
-    """A titled table of formatted cells; ``numeric`` marks right-aligned columns."""
-
-    key: str
-    title: str
-    note: str
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    numeric: tuple[bool, ...]
-    footer: tuple[str, ...] = ()  # lines printed under the table
-
-
-def _display(
-    key: str,
-    title: str,
-    note: str,
-    columns: Sequence[tuple[str, Callable[[dict[str, Any]], str], bool]],
-    rows: Sequence[dict[str, Any]],
-    footer: Sequence[str] = (),
-) -> Display:
-    return Display(
-        key,
-        title,
-        note,
-        tuple(h for h, _, _ in columns),
-        tuple(tuple(f(r) for _, f, _ in columns) for r in rows),
-        tuple(n for _, _, n in columns),
-        tuple(footer),
-    )
 
 
 def correction_lines(report: Report) -> tuple[str, ...]:
@@ -152,36 +97,10 @@ def _no_impact_columns(
     return columns
 
 
-def recovery_columns(
-    table: pl.DataFrame,
-) -> list[tuple[str, Callable[[dict[str, Any]], str], bool]]:
-    """The price of recovery (``recovery.py``) of a table with its columns (the no-impact table,
-    the frontier points), shown when some row leans on recovery."""
-    from .recovery import leans_on_recovery
-
-    if not leans_on_recovery(table):
-        return []
-    return [
-        ("strict no-impact %", lambda r: num(r["strict_no_impact_pct"]), True),
-        ("strict 95% CI", lambda r: ci(r["strict_lo"], r["strict_hi"]), True),
-        ("recoveries/case", lambda r: num(r["recoveries_per_case"]), True),
-        ("extra requests/case", lambda r: num(r["extra_requests_per_case"]), True),
-        ("recovery tokens/case", lambda r: num(r["recovery_tokens_per_case"], 0), True),
-    ]
-
-
-def recovery_lines(table: pl.DataFrame) -> tuple[str, ...]:
-    """What the recovery price columns of ``table`` assume (none when no row leans on
-    recovery)."""
-    from .recovery import ASSUMPTION, leans_on_recovery
-
-    return (ASSUMPTION,) if leans_on_recovery(table) else ()
-
-
 def displays(report: Report) -> list[Display]:
     """The report's tables as formatted cells, in report order (examples excepted)."""
     out = [
-        _display(
+        display(
             "no_impact",
             "No-impact and pruning by policy",
             "n = scored verdicts (unscored are counted and leave the denominator); pruning is the "
@@ -195,7 +114,7 @@ def displays(report: Report) -> list[Display]:
             report.no_impact.to_dicts(),
             (*correction_lines(report), *recovery_lines(report.no_impact)),
         ),
-        _display(
+        display(
             "paired",
             f"Paired comparisons against {report.reference or '–'}",
             "Cases both policies scored. b = policy no-impact where the reference had impact, "
@@ -218,8 +137,8 @@ def displays(report: Report) -> list[Display]:
             ],
             report.paired.to_dicts(),
         ),
-        _taxonomy_display(report),
-        _display(
+        _taxonomydisplay(report),
+        display(
             "cost_tokens",
             "Cost: tokens",
             "Sums over cases of each case's future requests (as if the policy edited at that cut "
@@ -240,7 +159,7 @@ def displays(report: Report) -> list[Display]:
             ],
             report.cost.to_dicts(),
         ),
-        _display(
+        display(
             "cost_usd",
             "Cost: USD (tariff " + str((report.meta.get("tariff") or {}).get("name", "?")) + ")",
             "Ranges low–high: low assumes perfect prefix caching, high no caching (a recorded "
@@ -276,7 +195,7 @@ def displays(report: Report) -> list[Display]:
     return out
 
 
-def _taxonomy_display(report: Report) -> Display:
+def _taxonomydisplay(report: Report) -> Display:
     tax = report.taxonomy
     categories = list(dict.fromkeys(tax["category"].to_list())) if tax.height else list(CATEGORIES)
     rows = []
@@ -400,7 +319,7 @@ def render_markdown(
         for line in d.footer:
             lines += ["", line]
     lines += ["", "## Example losses", ""]
-    ex = _display(
+    ex = display(
         "examples",
         "",
         "",

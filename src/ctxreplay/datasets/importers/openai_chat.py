@@ -22,8 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..messages import PART_TYPES, ROLES, Message, Part, Session
-from ..openai_format import EXT, usage_from
+from ..messages import PART_TYPES, ROLES, Message, Part, Session, usage_from
 from ..rejects import RecordError, Reject
 from .base import (
     SNIFF_BYTES,
@@ -38,6 +37,9 @@ from .base import (
 )
 
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+#: the key of the per-message object carrying what the OpenAI shape cannot say
+EXT = "x-ctxreplay"
 
 
 def messages_from_openai(items: Any, json_path: str) -> list[Message]:

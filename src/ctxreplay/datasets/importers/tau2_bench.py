@@ -29,8 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..messages import Message, Part, Session, Usage
-from ..openai_format import usage_from
+from ..messages import Message, Part, Session, Usage, usage_from
 from ..rejects import RecordError, Reject
 from .base import (
     Importer,

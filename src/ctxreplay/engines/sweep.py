@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .judges.base import DEFAULT_JUDGE
-from .registry import UnknownPluginError
+from ..judges.base import DEFAULT_JUDGE
+from ..registry import UnknownPluginError
 
 #: the most points one grid may expand to (a typo like ``keep=1..100000`` is an error, not a job)
 MAX_POINTS = 500
@@ -164,8 +164,8 @@ def _grid_problems(g: Grid) -> list[str]:
     """What the policy's own parameter parsing (``registry.parse_params``, once per value)
     rejects in a grid: an unknown family, the parameters it does not have (reported alone), or
     one message per value that does not parse as its parameter's declared type."""
-    from .policies.base import policies
-    from .registry import describe_params, parse_params
+    from ..policies.base import policies
+    from ..registry import describe_params, parse_params
 
     try:
         cls: Any = policies.get(g.family)
@@ -199,7 +199,7 @@ def expand(grids: Sequence[Grid | str], policies: Sequence[str] = ()) -> list[Po
     """Every point of the grids (each family's defaults first), then the extra policies, with
     duplicates (same label) kept once. Checks every family, parameter and value first and raises
     one ``SweepError`` that lists every problem."""
-    from .policies.base import make_policy
+    from ..policies.base import make_policy
 
     parsed = [g if isinstance(g, Grid) else parse_grid(g) for g in grids]
     if not parsed and not policies:
@@ -297,8 +297,8 @@ class SweepSummary:
 
 def gold_specs(labels: str | os.PathLike[str]) -> dict[str, str]:
     """Variant → the ``deps`` judge spec of a labels set (strict, whitespace, recovery)."""
-    from .judges.calibrate import deps_spec
-    from .judges.labels import VARIANTS
+    from ..judges.labels import VARIANTS
+    from .calibrate import deps_spec
 
     return {v: deps_spec(labels, v) for v in VARIANTS}
 
@@ -319,11 +319,11 @@ def run_sweep(
     echo: Callable[[str], None] | None = None,
 ) -> SweepSummary:
     """Replay and judge every point of the grids into ``out``, reusing what is already there."""
-    from .judges.base import make_judge
-    from .judges.calibrate import calibrate_against_deps
-    from .judges.engine import run_judge
-    from .judges.labels import load_labels
-    from .replay.engine import run_replay
+    from ..judges.base import make_judge
+    from ..judges.labels import load_labels
+    from .calibrate import calibrate_against_deps
+    from .judge import run_judge
+    from .replay import run_replay
 
     parsed = [g if isinstance(g, Grid) else parse_grid(g) for g in grids]
     points = expand(parsed, policies)
@@ -371,8 +371,8 @@ def record_sweep(
     gold: dict[str, str],
 ) -> dict[str, Any]:
     """Write the sweep into the run manifest (``manifest["sweep"]``): the latest sweep wins."""
-    from .datasets.store import created_at
-    from .replay.engine import atomic_write_text
+    from ..datasets.store import created_at
+    from ..files import atomic_write_text
 
     path = Path(out) / "manifest.json"
     manifest = json.loads(path.read_text())
@@ -389,9 +389,3 @@ def record_sweep(
     manifest["sweep"] = sweep
     atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return sweep
-
-
-def sweep_of(manifest: dict[str, Any]) -> dict[str, Any] | None:
-    """The sweep a run manifest records (None: the run is not a sweep)."""
-    sweep = manifest.get("sweep")
-    return sweep if isinstance(sweep, dict) and sweep.get("points") else None

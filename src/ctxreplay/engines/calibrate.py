@@ -18,10 +18,11 @@ import numpy as np
 import polars as pl
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from ..datasets.schema import CATEGORIES
+from ..runs import calibration_path
+from ..schema import CATEGORIES
 
 if TYPE_CHECKING:
-    from .engine import JudgeSummary
+    from .judge import JudgeSummary
 
 
 @dataclass(frozen=True)
@@ -184,9 +185,6 @@ def read_labels(path: str | os.PathLike[str]) -> pl.DataFrame:
 
 
 # --- against dependency labels on real traces (``--against deps:LABELS``) --------------------
-
-#: the folder of a run holding one calibration per judge label (``<slug(label)>.json``)
-CALIBRATION_DIR = "calibration"
 
 
 def deps_spec(labels: str | os.PathLike[str], variant: str = "strict") -> str:
@@ -385,7 +383,7 @@ class GoldCalibration:
 def judged_by(run_path: str | os.PathLike[str], judge: str) -> tuple[str, pl.DataFrame]:
     """The label of ``judge`` in the run and its verdicts; an error naming the command to run
     when it has none."""
-    from .engine import judge_label, read_verdicts
+    from ..runs import judge_label, read_verdicts
 
     verdicts = read_verdicts(run_path)
     if not verdicts.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge)).height:
@@ -409,7 +407,8 @@ def _gold_verdicts(
 ) -> tuple[JudgeSummary, pl.DataFrame]:
     """Run the ``deps`` judge of one labels variant over the run (resumable; ``policies``: only
     these) and read its verdicts back: its ``JudgeSummary`` and every verdict it holds."""
-    from .engine import read_verdicts, run_judge
+    from ..runs import read_verdicts
+    from .judge import run_judge
 
     spec = deps_spec(labels, variant)
     summary = run_judge(run_path, spec, policies=policies, workers=workers, progress=progress)
@@ -434,7 +433,7 @@ def calibrate_against_deps(
     The strict result is stored as the judge's calibration in the run
     (``RUN/calibration/<slug(judge)>.json``) unless ``store`` is False.
     """
-    from .labels import VARIANTS, load_labels
+    from ..judges.labels import VARIANTS, load_labels
 
     label, judged = judged_by(run_path, judge)
     gold = load_labels(labels)
@@ -487,18 +486,12 @@ def _variant_result(
     return VariantResult(variant, against, overall, per_corpus, missed, fn.height)
 
 
-def calibration_path(run_path: str | os.PathLike[str], judge_label: str) -> Path:
-    from ..replay.engine import slug
-
-    return Path(run_path) / CALIBRATION_DIR / f"{slug(judge_label)}.json"
-
-
 def write_calibration(run_path: str | os.PathLike[str], c: Calibration) -> Path:
     """Store a judge's calibration in its run (atomically), positive = impact."""
     import datetime
     import json
 
-    from ..replay.engine import atomic_write_text
+    from ..files import atomic_write_text
 
     o = c.overall
     doc = {
@@ -516,46 +509,6 @@ def write_calibration(run_path: str | os.PathLike[str], c: Calibration) -> Path:
     path = calibration_path(run_path, c.judge)
     atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
     return path
-
-
-_COUNTS = ("tp", "fn", "fp", "tn")
-
-
-class CalibrationError(ValueError):
-    pass
-
-
-def read_calibration(run_path: str | os.PathLike[str], judge_label: str) -> dict[str, Any] | None:
-    """The stored calibration of ``judge_label`` in a run, as written (None when there is none).
-
-    Raises :class:`CalibrationError` when the file is unreadable, lacks a count, or belongs to
-    another judge.
-    """
-    path = calibration_path(run_path, judge_label)
-    return read_calibration_file(path, judge_label) if path.is_file() else None
-
-
-def read_calibration_file(path: str | os.PathLike[str], judge_label: str) -> dict[str, Any]:
-    """A calibration file (from this run or another: a labelled dev set judged with the same
-    judge), checked to be a calibration of ``judge_label``."""
-    import json
-
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise CalibrationError(f"{path}: unreadable calibration ({e})") from e
-    if not isinstance(doc, dict):
-        raise CalibrationError(f"{path}: a calibration is a JSON object")
-    for key in _COUNTS:
-        v = doc.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise CalibrationError(f"{path}: {key} is not a count ({v!r})")
-    if doc.get("judge") != judge_label:
-        raise CalibrationError(
-            f"{path}: calibrates judge {doc.get('judge')!r}, not {judge_label!r}"
-        )
-    return doc
 
 
 MISSED_SCHEMA = {
@@ -598,9 +551,9 @@ def missed_dependencies(
     for the view, the category, the removed text, the object that held it, and the future
     message that needed it (seq and its first ``preview`` characters, as the annotators saw it).
     """
-    from ..replay.engine import Run
-    from .base import rendered
-    from .labels import load_labels
+    from ..judges.base import rendered
+    from ..judges.labels import load_labels
+    from ..runs import Run
 
     _, judged = judged_by(run_path, judge)
     run = Run(run_path)

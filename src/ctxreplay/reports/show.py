@@ -7,7 +7,7 @@ import json
 import polars as pl
 
 from ..datasets.messages import Message
-from .engine import Run, RunError
+from ..runs import Run, RunError
 
 
 def _snippet(m: Message | None, width: int) -> str:
@@ -39,7 +39,7 @@ def render_show(run: Run, case_id: str, policy: str, width: int = 160) -> str:
     view = run.load_view(case_id, label, session)
     figures = run.table("figures", label).filter(pl.col("case_id") == case_id).row(0, named=True)
     decisions = run.table("decisions", label).filter(pl.col("case_id") == case_id)
-    from .objects import build_index
+    from ..replay.objects import build_index
 
     index = build_index(prefix, lambda s: 0)
     owner: dict[int, list[str]] = {}

@@ -21,51 +21,18 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
 from tqdm import tqdm
 
 from ..datasets.cases import read_cases
 from ..datasets.messages import Message
-from ..datasets.schema import row_to_part
+from ..datasets.rows import row_to_part
 from ..datasets.tokenizer import get_tokenizer
-from ..replay.engine import Run, atomic_write, atomic_write_text, cached_counter, slug
+from ..files import atomic_write_table, atomic_write_text
+from ..judges.base import DEFAULT_JUDGE, Archived, Judge, JudgeInput, Verdict, judges, make_judge
+from .replay import cached_counter
 from ..replay.objects import build_index
-from ..replay.sidecar import SidecarStore
-from .base import DEFAULT_JUDGE, Archived, Judge, JudgeInput, Verdict, judges, make_judge
-
-LOSS = pa.struct(
-    [
-        ("category", pa.string()),
-        ("anchor", pa.string()),
-        ("source_object", pa.string()),
-        ("need_seq", pa.int32()),
-        ("detail", pa.string()),
-    ]
-)
-VERDICTS = pa.schema(
-    [
-        ("run", pa.string()),
-        ("policy", pa.string()),
-        ("case_id", pa.string()),
-        ("session_id", pa.string()),
-        ("judge", pa.string()),
-        ("judge_name", pa.string()),
-        ("label", pa.string()),
-        ("losses", pa.list_(LOSS)),
-        ("n_losses", pa.int32()),
-        ("dependencies", pa.int32()),
-        ("recoverable", pa.int32()),
-        ("unscored_reason", pa.string()),
-        ("explanation", pa.string()),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("usd", pa.float64()),
-        ("calls", pa.int32()),
-        ("cache_hit", pa.bool_()),
-        ("prompt_hash", pa.string()),
-        ("raw", pa.string()),
-    ]
-)
+from ..runs import Run, SidecarStore, read_verdicts, slug
+from ..schema import VERDICTS
 
 
 class JudgeRunError(RuntimeError):
@@ -97,46 +64,6 @@ def verdict_row(run: str, item: JudgeInput, judge: Judge, v: Verdict) -> dict[st
     }
 
 
-def read_verdicts(run_path: str | os.PathLike[str], judge: str | None = None) -> pl.DataFrame:
-    """Every verdict of a run (one per case, policy and judge)."""
-    root = Path(run_path) / "verdicts"
-    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
-    frames = [pl.read_parquet(f / "*.parquet") for f in folders if any(f.glob("*.parquet"))]
-    if not frames:
-        return pl.from_arrow(VERDICTS.empty_table())  # type: ignore[return-value]
-    frame = pl.concat(frames, how="vertical_relaxed")
-    if judge is not None:
-        frame = frame.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge))
-    return frame.unique(["judge", "policy", "case_id"], keep="first", maintain_order=True)
-
-
-def judge_label(
-    verdicts: pl.DataFrame, judge: str | None, error: type[Exception] = ValueError
-) -> str | None:
-    """The judge label meant by ``judge`` (a label, or a name with a single label in the run;
-    None: the run's only judge, or else the default judge).
-
-    None when the run has no verdicts at all; ``error`` when the name is unknown or ambiguous.
-    """
-    if verdicts.height == 0:
-        return None
-    labels = sorted(set(verdicts["judge"].to_list()))
-    if judge is None:
-        if len(labels) == 1:
-            return labels[0]
-        judge = DEFAULT_JUDGE
-    if judge in labels:
-        return judge
-    named = sorted(set(verdicts.filter(pl.col("judge_name") == judge)["judge"].to_list()))
-    if len(named) == 1:
-        return named[0]
-    if named:
-        raise error(
-            f"several judges named {judge!r} in this run ({', '.join(named)}); pass one label"
-        )
-    raise error(f"no verdicts from judge {judge!r}; this run has: {', '.join(labels)}")
-
-
 def corpus_state(run: Run, judge: Judge) -> Any:
     """The judge's corpus-level state, computed once per corpus and kept in the run folder."""
     path = run.path / "judge-state" / f"{slug(judge.label)}.json"
@@ -157,7 +84,7 @@ def corpus_state(run: Run, judge: Judge) -> Any:
 def _write_part(rows: list[dict[str, Any]], folder: Path) -> None:
     """A new part file per batch (never overwritten), written atomically."""
     if rows:
-        atomic_write(
+        atomic_write_table(
             rows, VERDICTS, folder / f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
         )
 

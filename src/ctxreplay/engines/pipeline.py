@@ -10,9 +10,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .datasets.cases import cut_corpus
-from .datasets.store import Corpus
-from .judges.base import DEFAULT_JUDGE
+from ..datasets.cases import cut_corpus
+from ..datasets.store import Corpus
+from ..judges.base import DEFAULT_JUDGE
 
 DEMO_POLICIES: tuple[str, ...] = (
     "noop",
@@ -56,11 +56,11 @@ def prepare_corpus(cfg: PipelineConfig) -> tuple[Corpus, str]:
     if (path / "manifest.json").exists():
         return Corpus(path), f"corpus: reusing {path}"
     if cfg.sources:
-        from .datasets.ingest import import_paths
+        from ..datasets.ingest import import_paths
 
         summary = import_paths(cfg.sources, path, progress=cfg.progress)
         return Corpus(path), summary.render()
-    from .datasets.synth import generate
+    from ..datasets.synth import generate
 
     summary = generate(path, sessions=cfg.synth_sessions, seed=cfg.seed, progress=cfg.progress)
     return Corpus(path), summary.render()
@@ -85,9 +85,9 @@ def prepare_cases(cfg: PipelineConfig, corpus: Corpus) -> tuple[Path, str]:
 
 def run_pipeline(cfg: PipelineConfig, echo=print) -> Path:
     """Run every stage that is not done yet; returns the run folder."""
-    from .judges.engine import run_judge
-    from .replay.engine import run_replay
-    from .reports import build_report
+    from ..reports import build_report
+    from .judge import run_judge
+    from .replay import run_replay
 
     os.makedirs(cfg.out, exist_ok=True)
     corpus, said = prepare_corpus(cfg)

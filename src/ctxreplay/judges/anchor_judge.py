@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..datasets.messages import Message
-from ..replay.objects import ContextObject, ObjectIndex
-from .anchors import (
+from ..replay.objects import ObjectIndex, current_blocker, owner_of
+from ..text.anchors import (
     MIN_SPAN,
     Anchor,
     announces_route,
@@ -67,24 +67,6 @@ class AnchorParams:
     #: anchors found in more than this share of a corpus's sessions are trivially present
     common_fraction: float = 0.5
     check_contracts: bool = True
-
-
-def owner_of(index: ObjectIndex) -> dict[int, ContextObject]:
-    """Prefix message index → the object that holds it (functions win over their turn)."""
-    owner: dict[int, ContextObject] = {}
-    for obj in index.objects:
-        if obj.kind == "user_turn":
-            owner.setdefault(obj.messages[0], obj)
-    for obj in index.functions():
-        owner[obj.call_index] = obj
-        owner[obj.result_index] = obj
-    return owner
-
-
-def current_blocker(index: ObjectIndex) -> str | None:
-    """The most recent failed tool call: the state the next steps work around."""
-    errors = [f for f in index.functions() if f.is_error]
-    return errors[-1].id if errors else None
 
 
 def anchor_document_frequency(sessions: Iterable[Sequence[Message]]) -> tuple[Counter[str], int]:

@@ -15,10 +15,8 @@ output is identical for any number of workers, and a re-run skips every chunk al
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -28,146 +26,25 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from .. import __version__
+from ..version import __version__
 from ..datasets.cases import read_cases
 from ..datasets.messages import Message
-from ..datasets.schema import PART, part_to_row, row_to_part
+from ..datasets.rows import part_to_row
 from ..datasets.store import Corpus, created_at
 from ..datasets.tokenizer import get_tokenizer
-from ..policies.base import Policy, PrefixContext, make_policy, rebuild_policy
+from ..files import atomic_write_table, file_fingerprint
+from ..policies.base import Policy, make_policy, rebuild_policy
 from ..policies.budget import editable_tokens
-from .cost import case_cost, load_tariff
-from .objects import ObjectIndex, build_index, part_tokens
-from .outcome import Outcome, replay_case
-from .sidecar import SidecarStore
+from ..replay.context import PrefixContext
+from ..replay.cost import case_cost
+from ..replay.objects import ObjectIndex, build_index, part_tokens
+from ..replay.outcome import Outcome, replay_case
+from ..runs import SCHEMAS, TABLES, RunError, SidecarStore, chunk_done, chunk_path, slug
+from ..tariffs import load_tariff
 
 CHUNK_CASES = 64
-TABLES = ("figures", "decisions", "views")
-
-FIGURES = pa.schema(
-    [
-        ("policy", pa.string()),
-        ("policy_name", pa.string()),
-        ("case_id", pa.string()),
-        ("session_id", pa.string()),
-        ("cut", pa.int32()),
-        ("prefix_messages", pa.int32()),
-        ("prefix_tokens", pa.int64()),
-        ("view_messages", pa.int32()),
-        ("view_tokens", pa.int64()),
-        ("pruning_rate", pa.float64()),
-        # tokens a policy may touch (prefix minus system/developer messages and the protected
-        # latest user message) and the share of them removed; null in runs written before
-        ("editable_tokens", pa.int64()),
-        ("editable_pruning", pa.float64()),
-        ("budget_note", pa.string()),  # why a target/budget was not met (Plan.meta["budget"])
-        ("n_objects", pa.int32()),
-        ("n_fold", pa.int32()),
-        ("n_mask", pa.int32()),
-        ("n_prune", pa.int32()),
-        ("n_planned", pa.int32()),
-        ("n_dropped", pa.int32()),
-        ("dropped_reasons", pa.string()),  # JSON {reason: count}
-        ("touched_latest_turn", pa.bool_()),
-        ("batch_rejected", pa.string()),
-        ("estimated_saving", pa.int64()),
-        ("committed", pa.bool_()),
-        ("commit_reason", pa.string()),
-        ("planner_failure", pa.string()),
-        ("planner_prompt_tokens", pa.int64()),
-        ("planner_completion_tokens", pa.int64()),
-        ("planner_usd", pa.float64()),
-        ("planner_prompt_hash", pa.string()),
-        ("planner_params", pa.string()),  # JSON: the parameters actually sent to the model
-        ("planner_cache_hit", pa.bool_()),
-        ("n_archives", pa.int32()),
-        ("requests", pa.int32()),
-        ("input_baseline", pa.int64()),
-        ("input_policy", pa.int64()),
-        ("cached_max_baseline", pa.int64()),
-        ("cached_max_policy", pa.int64()),
-        ("output_tokens", pa.int64()),
-        ("cache_break_tokens", pa.int64()),
-        ("usd_baseline_low", pa.float64()),
-        ("usd_baseline_high", pa.float64()),
-        ("usd_policy_low", pa.float64()),
-        ("usd_policy_high", pa.float64()),
-        ("recorded_cache", pa.bool_()),
-    ]
-)
-
-DECISIONS = pa.schema(
-    [
-        ("policy", pa.string()),
-        ("case_id", pa.string()),
-        ("session_id", pa.string()),
-        ("object_id", pa.string()),
-        ("kind", pa.string()),
-        ("tool_name", pa.string()),
-        ("turn", pa.int32()),
-        ("is_error", pa.bool_()),
-        ("superseded", pa.bool_()),
-        ("proposed", pa.string()),  # null: the plan did not mention the object
-        ("action", pa.string()),  # what the committed view did: keep|fold|mask|prune
-        ("dropped_reason", pa.string()),
-        ("tokens_before", pa.int64()),
-        ("tokens_after", pa.int64()),
-        ("note", pa.string()),
-        ("reason", pa.string()),
-        ("ref", pa.string()),
-    ]
-)
-
-ENTRY = pa.struct(
-    [
-        ("index", pa.int32()),  # position in the prefix; null for harness blocks
-        ("seq", pa.int32()),
-        ("role", pa.string()),
-        ("edited", pa.bool_()),
-        ("object_ids", pa.list_(pa.string())),
-        ("parts", pa.list_(PART)),  # null when the message is the prefix message unchanged
-        ("flags", pa.list_(pa.string())),
-        ("tokens", pa.int32()),
-    ]
-)
-ARCHIVE = pa.struct(
-    [
-        ("ref", pa.string()),
-        ("object_id", pa.string()),
-        ("handle", pa.string()),
-        ("pointer_visible", pa.bool_()),
-    ]
-)
-VIEWS = pa.schema(
-    [
-        ("policy", pa.string()),
-        ("case_id", pa.string()),
-        ("session_id", pa.string()),
-        ("cut", pa.int32()),
-        ("entries", pa.list_(ENTRY)),
-        ("archives", pa.list_(ARCHIVE)),
-        ("summary", pa.string()),
-    ]
-)
-SCHEMAS = {"figures": FIGURES, "decisions": DECISIONS, "views": VIEWS}
-
-
-class RunError(RuntimeError):
-    pass
-
-
-def slug(label: str) -> str:
-    """A folder name for a policy label: readable, safe, and unique (short hash)."""
-    readable = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)[:60]
-    return f"{readable}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
-
-
-def file_fingerprint(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 @dataclass
@@ -423,7 +300,7 @@ def run_chunk(
     tariff: dict[str, Any],
 ) -> list[tuple[str, int, float, int, int, int]]:
     """Compute one chunk for the given policies and write its files. Returns per-policy stats."""
-    from .cost import Tariff
+    from ..tariffs import Tariff
 
     corpus = Corpus(corpus_path)
     count = cached_counter(tokenizer)
@@ -454,10 +331,10 @@ def run_chunk(
                 rows[policy.label]["views"].append(v)
     for policy in built:
         for table in TABLES:
-            atomic_write(
+            atomic_write_table(
                 rows[policy.label][table],
                 SCHEMAS[table],
-                _chunk_path(Path(out), table, policy.label, chunk.index),
+                chunk_path(Path(out), table, policy.label, chunk.index),
             )
         figs = rows[policy.label]["figures"]
         stats.append(
@@ -472,30 +349,6 @@ def run_chunk(
         )
         policy.close()
     return stats
-
-
-def _chunk_path(run: Path, table: str, label: str, index: int) -> Path:
-    return run / table / slug(label) / f"chunk-{index:05d}.parquet"
-
-
-def atomic_write(rows: list[dict[str, Any]], schema: pa.Schema, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp, compression="zstd")
-    os.replace(tmp, path)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file beside it, then renamed into
-    place), creating the folder when needed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def _done(run: Path, label: str, index: int) -> bool:
-    return all(_chunk_path(run, t, label, index).exists() for t in TABLES)
 
 
 # --- the run ------------------------------------------------------------------------------
@@ -534,7 +387,7 @@ def run_replay(
     summary = ReplaySummary(run, cases.height, len(chunks))
     todo: list[tuple[Chunk, list[dict[str, Any]]]] = []
     for chunk in chunks:
-        missing = [p.describe() for p in policies if not _done(run, p.label, chunk.index)]
+        missing = [p.describe() for p in policies if not chunk_done(run, p.label, chunk.index)]
         summary.skipped += len(policies) - len(missing)
         if missing:
             todo.append((chunk, missing))
@@ -652,84 +505,3 @@ def _manifest(
 
 
 # --- reading a run back -------------------------------------------------------------------
-
-
-def _read_table(table: str, files: Path) -> pl.DataFrame:
-    """One policy's chunks of a table. Figures gain columns over versions: chunks written
-    before a column existed read it as null (and columns this version does not know are left
-    out), so a run made by an older version still reads, even half resumed by a newer one."""
-    if table != "figures":
-        return pl.read_parquet(files)
-    schema = pl.from_arrow(FIGURES.empty_table()).schema  # type: ignore[union-attr]
-    return pl.scan_parquet(
-        files, schema=schema, missing_columns="insert", extra_columns="ignore"
-    ).collect()
-
-
-class Run:
-    """A run folder, read back."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        manifest = self.path / "manifest.json"
-        if not manifest.exists():
-            raise RunError(f"{self.path} is not a ctxreplay run (no manifest.json)")
-        self.manifest: dict[str, Any] = json.loads(manifest.read_text())
-
-    @property
-    def corpus(self) -> Corpus:
-        return Corpus(self.manifest["corpus_path"])
-
-    @property
-    def policies(self) -> list[str]:
-        return list(self.manifest["policies"])
-
-    def resolve_policy(self, name: str) -> str:
-        if name in self.manifest["policies"]:
-            return name
-        matches = [label for label, d in self.manifest["policies"].items() if d["name"] == name]
-        if len(matches) == 1:
-            return matches[0]
-        raise RunError(f"policy {name!r} is not in this run; it has: {', '.join(self.policies)}")
-
-    def table(self, table: str, policy: str | None = None) -> pl.DataFrame:
-        labels = [self.resolve_policy(policy)] if policy else self.policies
-        frames = [
-            _read_table(table, self.path / table / slug(label) / "*.parquet")
-            for label in labels
-            if (self.path / table / slug(label)).exists()
-        ]
-        if not frames:
-            return pl.from_arrow(SCHEMAS[table].empty_table())  # type: ignore[return-value]
-        return pl.concat(frames, how="vertical_relaxed")
-
-    def view_row(self, case_id: str, policy: str) -> dict[str, Any]:
-        label = self.resolve_policy(policy)
-        frame = self.table("views", label).filter(pl.col("case_id") == case_id)
-        if frame.height == 0:
-            raise RunError(f"no view for case {case_id!r} under {label}")
-        return frame.row(0, named=True)
-
-    def load_view(
-        self, case_id: str, policy: str, session: Sequence[Message] | None = None
-    ) -> list[Message]:
-        """The exact view of a case, rebuilt from views.parquet and the corpus."""
-        row = self.view_row(case_id, policy)
-        messages = session if session is not None else self.corpus.load_session(row["session_id"])
-        prefix = [m for m in messages if m.visible and m.seq < row["cut"]]
-        out: list[Message] = []
-        for e in row["entries"]:
-            if e["parts"] is None:
-                out.append(prefix[e["index"]])
-            else:
-                out.append(
-                    Message(
-                        role=e["role"],
-                        parts=tuple(row_to_part(p) for p in e["parts"]),
-                        seq=e["seq"],
-                        tokens=e["tokens"],
-                        flags=tuple(e["flags"] or ()),
-                        is_error=prefix[e["index"]].is_error if e["index"] is not None else False,
-                    )
-                )
-        return out
