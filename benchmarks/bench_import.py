@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def bare_tokenisation(corpus: Corpus) -> tuple[float, int]:
-    from ctxreplay.datasets.schema import row_to_message
+    from ctxreplay.datasets.rows import row_to_message
 
     texts = [
         s

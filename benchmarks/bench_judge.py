@@ -19,9 +19,10 @@ from pathlib import Path
 from ctxreplay.datasets.cases import cut_corpus
 from ctxreplay.datasets.store import Corpus
 from ctxreplay.datasets.synth import generate
-from ctxreplay.judges.engine import run_judge
-from ctxreplay.pipeline import DEMO_POLICIES
-from ctxreplay.replay.engine import run_replay, slug
+from ctxreplay.engines.judge import run_judge
+from ctxreplay.engines.pipeline import DEMO_POLICIES
+from ctxreplay.engines.replay import run_replay
+from ctxreplay.runs import slug
 
 
 def build_run(sessions: int, workers: int) -> Path:

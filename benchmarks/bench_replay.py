@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxreplay.pipeline import DEMO_POLICIES
+from ctxreplay.engines.pipeline import DEMO_POLICIES
 
 POLICIES = list(DEMO_POLICIES)
 
