@@ -18,6 +18,8 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, Generic, TypeVar
 
+from .errors import CtxreplayError, ParameterError
+
 T = TypeVar("T")
 
 
@@ -26,7 +28,7 @@ class NoParams:
     """Parameters of a plugin that takes none."""
 
 
-class UnknownPluginError(KeyError):
+class UnknownPluginError(CtxreplayError, KeyError):
     """Raised for a name nobody registered; the message lists the names that exist."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want a readable sentence
@@ -95,7 +97,7 @@ class Registry(Generic[T]):
         try:
             return cls(parse_params(cls.Params, raw))
         except (ValueError, TypeError) as e:
-            raise ValueError(f"{self.kind} {name}: {e}") from None
+            raise ParameterError(f"{self.kind} {name}: {e}") from None
 
     def rebuild(self, described: dict[str, Any]) -> Any:
         """The inverse of ``Plugin.describe()``: a manifest entry back into an instance."""
@@ -142,7 +144,7 @@ def _coerce(raw: str, tp: Any, field_name: str) -> Any:
         return _coerce(raw, non_none[0], field_name)
     if origin is typing.Literal:
         if raw not in args:
-            raise ValueError(
+            raise ParameterError(
                 f"{field_name} must be one of {', '.join(map(str, args))}; got {raw!r}"
             )
         return raw
@@ -156,7 +158,7 @@ def _coerce(raw: str, tp: Any, field_name: str) -> Any:
             return True
         if low in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"{field_name} must be true or false; got {raw!r}")
+        raise ParameterError(f"{field_name} must be true or false; got {raw!r}")
     if tp is int:
         return int(raw.replace("_", ""))
     if tp is float:
@@ -173,7 +175,7 @@ def parse_params(params_type: type[Any], values: dict[str, str]) -> Any:
         name = key.replace("-", "_")
         if name not in fields:
             known = ", ".join(fields) or "none"
-            raise ValueError(f"unknown parameter {key!r}; parameters: {known}")
+            raise ParameterError(f"unknown parameter {key!r}; parameters: {known}")
         kwargs[name] = _coerce(raw, hints[name], name)
     return params_type(**kwargs)
 
@@ -185,7 +187,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     for item in filter(None, (s.strip() for s in rest.split(","))):
         key, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"parameter {item!r} in {spec!r} is not key=value")
+            raise ParameterError(f"parameter {item!r} in {spec!r} is not key=value")
         values[key.strip()] = value.strip()
     return name.strip(), values
 

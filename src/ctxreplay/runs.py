@@ -28,7 +28,7 @@ import polars as pl
 
 from .datasets.messages import Message
 from .datasets.rows import row_to_part
-from .datasets.store import Corpus
+from .datasets.store import Corpus, read_manifest
 from .errors import CtxreplayError
 from .files import atomic_write_bytes
 from .judges.base import DEFAULT_JUDGE
@@ -77,10 +77,7 @@ class Run:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        manifest = self.path / "manifest.json"
-        if not manifest.exists():
-            raise RunError(f"{self.path} is not a ctxreplay run (no manifest.json)")
-        self.manifest: dict[str, Any] = json.loads(manifest.read_text())
+        self.manifest: dict[str, Any] = read_manifest(self.path, "run", RunError)
 
     @property
     def corpus(self) -> Corpus:

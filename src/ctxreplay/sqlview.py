@@ -12,6 +12,9 @@ import re
 from pathlib import Path
 
 import duckdb
+import polars as pl
+
+from .errors import CtxreplayError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -57,3 +60,15 @@ def connect_folder(
             f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({_quote(glob)}{options})"
         )
     return con
+
+
+class SqlError(CtxreplayError):
+    """A query DuckDB could not run (syntax, unknown table or column, ...)."""
+
+
+def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pl.DataFrame:
+    """The query's result as a frame; any DuckDB error is the user's, said in one line."""
+    try:
+        return con.sql(query).pl()
+    except duckdb.Error as e:
+        raise SqlError(str(e).splitlines()[0]) from None

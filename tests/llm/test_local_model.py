@@ -53,7 +53,7 @@ def test_serve_prints_the_url_and_stops_on_ctrl_c():
     if reason:
         pytest.skip(f"local model not available: {reason}")
     code = (
-        "from ctxreplay.llm.cli import local_model; "
+        "from ctxreplay.cli.local_model import local_model; "
         "local_model(['serve', '--port', '0'], prog_name='ctxreplay local-model')"
     )
     proc = subprocess.Popen(

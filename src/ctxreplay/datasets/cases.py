@@ -29,11 +29,12 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..errors import CtxreplayError
 from ..schema import CASES
 from .store import Corpus
 
 
-class CaseError(ValueError):
+class CaseError(CtxreplayError, ValueError):
     pass
 
 
@@ -436,12 +437,30 @@ def write_cases(frame: pl.DataFrame, path: str | os.PathLike[str], meta: dict[st
     return out
 
 
+def check_cases_file(path: Path) -> None:
+    """Raise ``CaseError`` unless ``path`` is a readable cases file (reads only the footer)."""
+    make = "make one with `ctxreplay cases CORPUS -o cases.parquet`"
+    if path.is_dir():
+        raise CaseError(f"{path} is a folder, not a cases file; {make}")
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as e:
+        raise CaseError(f"{path} is not a readable Parquet cases file ({e}); {make}") from None
+    missing = [f.name for f in CASES if f.name not in schema.names]
+    if missing:
+        raise CaseError(
+            f"{path} is not a cases file (no {', '.join(missing[:3])} column"
+            f"{'s' if len(missing) > 1 else ''}); {make}"
+        )
+
+
 def read_cases(path: str | os.PathLike[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
     p = Path(path)
     if p.is_dir():
         p = p / "cases.parquet"
     if not p.exists():
         raise CaseError(f"no cases file at {p}")
+    check_cases_file(p)
     table = pq.read_table(p)
     meta = json.loads((table.schema.metadata or {}).get(b"ctxreplay", b"{}"))
     frame = pl.from_arrow(table)

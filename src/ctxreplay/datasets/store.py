@@ -24,8 +24,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from ..version import __version__
+from ..errors import CtxreplayError
 from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS
+from ..version import __version__
 from .messages import Message, Session
 from .rejects import Reject
 from .rows import message_to_row, row_to_message
@@ -41,7 +42,7 @@ _SCHEMAS = {
 _PARTITIONED = ("sessions", "messages")
 
 
-class CorpusError(RuntimeError):
+class CorpusError(CtxreplayError):
     pass
 
 
@@ -252,15 +253,45 @@ def _session_row(sid: str, s: Session, messages: Sequence[Message]) -> dict[str,
     }
 
 
+KINDS = {"ctxreplay-corpus": "corpus", "ctxreplay-run": "run"}
+#: what to do to get each kind of folder
+MAKE = {
+    "corpus": "make one with `ctxreplay import TRACES -o CORPUS` or `ctxreplay synth -o CORPUS`",
+    "run": "make one with `ctxreplay replay CORPUS --cases CASES -o RUN`",
+}
+
+
+def read_manifest(
+    path: Path, kind: str, error: type[CtxreplayError] = CtxreplayError
+) -> dict[str, Any]:
+    """The manifest of a ``kind`` folder ("corpus" or "run"), or ``error`` saying what the path
+    is instead and how to make the right thing."""
+    manifest = path / "manifest.json"
+    if path.is_file():
+        raise error(f"{path} is a file, not a {kind} folder; {MAKE[kind]}")
+    if not manifest.is_file():
+        raise error(f"{path} is not a ctxreplay {kind} (no manifest.json); {MAKE[kind]}")
+    try:
+        doc = json.loads(manifest.read_text())
+    except (OSError, ValueError) as e:
+        raise error(
+            f"{manifest} is damaged ({e}); re-run the command that made this {kind}"
+        ) from None
+    found = KINDS.get(doc.get("kind", "")) if isinstance(doc, dict) else None
+    if found is None:
+        raise error(f"{manifest} is not a ctxreplay manifest; {MAKE[kind]}")
+    if found != kind:
+        hint = f" (its corpus is {doc['corpus_path']})" if found == "run" else ""
+        raise error(f"{path} is a ctxreplay {found}, not a {kind}{hint}; {MAKE[kind]}")
+    return doc
+
+
 class Corpus:
     """A corpus folder, read lazily."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        manifest = self.path / "manifest.json"
-        if not manifest.exists():
-            raise CorpusError(f"{self.path} is not a ctxreplay corpus (no manifest.json)")
-        self.manifest: dict[str, Any] = json.loads(manifest.read_text())
+        self.manifest: dict[str, Any] = read_manifest(self.path, "corpus", CorpusError)
         self.buckets: int = int(self.manifest.get("buckets", 1))
 
     @property

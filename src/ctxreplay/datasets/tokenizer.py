@@ -21,6 +21,7 @@ from pathlib import Path
 
 import tiktoken
 
+from ..errors import CtxreplayError
 from ..files import atomic_write_bytes, cache_dir
 
 #: name → (download URL tiktoken uses, sha256 tiktoken expects)
@@ -38,7 +39,7 @@ DEFAULT_TOKENIZER = "o200k_base"
 _env_lock = threading.Lock()
 
 
-class TokenizerError(RuntimeError):
+class TokenizerError(CtxreplayError):
     pass
 
 

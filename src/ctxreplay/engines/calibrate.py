@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from ..runs import calibration_path
+from ..runs import CalibrationError, calibration_path
 from ..schema import CATEGORIES
 
 if TYPE_CHECKING:
@@ -171,10 +171,10 @@ def read_labels(path: str | os.PathLike[str]) -> pl.DataFrame:
     frame = pl.read_csv(Path(path), infer_schema_length=0)
     need = {"case_id", "policy", "label"}
     if not need <= set(frame.columns):
-        raise ValueError(f"{path}: needs columns {', '.join(sorted(need))}")
+        raise CalibrationError(f"{path}: needs columns {', '.join(sorted(need))}")
     bad = frame.filter(~pl.col("label").is_in(["impact", "no_impact", "unscored"]))
     if bad.height:
-        raise ValueError(f"{path}: label must be impact or no_impact (row {bad.row(0)})")
+        raise CalibrationError(f"{path}: label must be impact or no_impact (row {bad.row(0)})")
     if "category" in frame.columns:
         frame = frame.with_columns(
             losses=pl.when(pl.col("category").is_not_null() & (pl.col("category") != ""))
@@ -191,7 +191,7 @@ def deps_spec(labels: str | os.PathLike[str], variant: str = "strict") -> str:
     """The ``deps`` judge spec for a labels path (made absolute, so the label is stable)."""
     path = str(Path(labels).resolve())
     if "," in path:
-        raise ValueError(f"a labels path may not contain a comma: {path}")
+        raise CalibrationError(f"a labels path may not contain a comma: {path}")
     return f"deps:path={path},variant={variant}"
 
 
@@ -203,7 +203,7 @@ def parse_deps_against(against: str) -> str | None:
     if rest.startswith("path="):
         rest = rest[len("path=") :]
     if not rest:
-        raise ValueError("--against deps:PATH needs the labels folder (or dependencies.jsonl)")
+        raise CalibrationError("--against deps:PATH needs the labels folder (or dependencies.jsonl)")
     return rest
 
 
@@ -387,7 +387,7 @@ def judged_by(run_path: str | os.PathLike[str], judge: str) -> tuple[str, pl.Dat
 
     verdicts = read_verdicts(run_path)
     if not verdicts.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge)).height:
-        raise ValueError(
+        raise CalibrationError(
             f"no verdicts from judge {judge!r} in {run_path}; "
             f"run: ctxreplay judge {run_path} --judge {judge}"
         )

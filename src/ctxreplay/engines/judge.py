@@ -27,15 +27,16 @@ from ..datasets.cases import read_cases
 from ..datasets.messages import Message
 from ..datasets.rows import row_to_part
 from ..datasets.tokenizer import get_tokenizer
+from ..errors import CtxreplayError
 from ..files import atomic_write_table, atomic_write_text
 from ..judges.base import DEFAULT_JUDGE, Archived, Judge, JudgeInput, Verdict, judges, make_judge
-from .replay import cached_counter
 from ..replay.objects import build_index
 from ..runs import Run, SidecarStore, read_verdicts, slug
 from ..schema import VERDICTS
+from .replay import cached_counter
 
 
-class JudgeRunError(RuntimeError):
+class JudgeRunError(CtxreplayError):
     pass
 
 
@@ -317,7 +318,7 @@ def write_batch(
     run = Run(run_path)
     judge = make_judge(spec, **(overrides or {}))
     if not hasattr(judge, "request_for"):
-        raise ValueError(f"judge {judge.name} does not call a model; run it directly")
+        raise JudgeRunError(f"judge {judge.name} does not call a model; run it directly")
     works, _ = plan_work(run, judge.label, policies)
     sidecar = SidecarStore(run.path / "sidecar")
     judge.use_state(corpus_state(run, judge))

@@ -28,7 +28,6 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
-from ..version import __version__
 from ..datasets.cases import read_cases
 from ..datasets.messages import Message
 from ..datasets.rows import part_to_row
@@ -41,8 +40,10 @@ from ..replay.context import PrefixContext
 from ..replay.cost import case_cost
 from ..replay.objects import ObjectIndex, build_index, part_tokens
 from ..replay.outcome import Outcome, replay_case
+from ..replay.view import InvalidViewError, view_problems
 from ..runs import SCHEMAS, TABLES, RunError, SidecarStore, chunk_done, chunk_path, slug
 from ..tariffs import load_tariff
+from ..version import __version__
 
 CHUNK_CASES = 64
 
@@ -221,6 +222,9 @@ def outcome_rows(
                 "ref": archive_of.get(obj.id),
             }
         )
+    problems = view_problems(view.messages)
+    if problems:  # never write a row for a view no provider would accept
+        raise InvalidViewError(outcome.policy, case["case_id"], problems)
     entries = []
     for m, o in zip(view.messages, view.origins, strict=True):
         entries.append(

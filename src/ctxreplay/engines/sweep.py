@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import CtxreplayError
 from ..judges.base import DEFAULT_JUDGE
 from ..registry import UnknownPluginError
 
@@ -39,7 +40,7 @@ _RANGE = re.compile(rf"^\s*({_NUMBER})\s*\.\.\s*({_NUMBER})\s*(?:/\s*({_NUMBER})
 _INT = re.compile(r"^\s*[-+]?\d+\s*$")
 
 
-class SweepError(ValueError):
+class SweepError(CtxreplayError, ValueError):
     """A grid that cannot be swept; the message names every problem."""
 
 

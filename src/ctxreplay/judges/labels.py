@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..datasets.cases import json_objects
+from ..errors import CtxreplayError
 from ..replay.objects import owner_of
 from ..schema import CATEGORIES
 from ..text.facts import squash
@@ -51,7 +52,7 @@ NECESSITIES = ("required", "helpful")
 VARIANTS: tuple[str, ...] = ("strict", "whitespace", "recovery")
 
 
-class LabelsError(ValueError):
+class LabelsError(CtxreplayError, ValueError):
     """A labels file that cannot be read: names the file, the line and the problem."""
 
 

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ..errors import ParameterError
 from ..replay.context import PrefixContext
 from ..replay.objects import editable_positions
 from ..replay.plan import Edit
@@ -55,15 +56,15 @@ def check_budget(params: Any) -> None:
     """Raise ValueError, naming the parameter, for a target or budget out of range."""
     target, budget = getattr(params, "target", 0.0), getattr(params, "budget", 0)
     if isinstance(target, bool) or not isinstance(target, int | float):
-        raise ValueError(f"target must be a number in [0, 1]; got {target!r}")
+        raise ParameterError(f"target must be a number in [0, 1]; got {target!r}")
     if math.isnan(target) or not 0.0 <= target <= 1.0:
-        raise ValueError(
+        raise ParameterError(
             f"target must be a fraction of the editable tokens in [0, 1]; got {target!r}"
         )
     if isinstance(budget, bool) or not isinstance(budget, int):
-        raise ValueError(f"budget must be a whole number of tokens >= 0; got {budget!r}")
+        raise ParameterError(f"budget must be a whole number of tokens >= 0; got {budget!r}")
     if budget < 0:
-        raise ValueError(f"budget must be a number of tokens >= 0 (0 = none); got {budget!r}")
+        raise ParameterError(f"budget must be a number of tokens >= 0 (0 = none); got {budget!r}")
 
 
 # --- what may be edited ---------------------------------------------------------------------

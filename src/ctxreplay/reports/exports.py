@@ -47,11 +47,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..version import __version__
 from ..files import atomic_path
 from ..judges.base import DEFAULT_JUDGE
 from ..runs import Run, read_verdicts
 from ..schema import PHOENIX
+from ..version import __version__
 from .tables import ReportError, resolve_judge
 
 FORMATS = ("otel", "phoenix", "langfuse")

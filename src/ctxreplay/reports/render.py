@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ..errors import CtxreplayError
 from ..schema import CATEGORIES
 from .correction import describe as describe_calibration
 from .formatting import (
@@ -52,7 +53,7 @@ SUFFIXES = {
 }
 
 
-class RenderError(ValueError):
+class RenderError(CtxreplayError, ValueError):
     pass
 
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import polars as pl
 
-from ..version import __version__
 from ..judges.base import DEFAULT_JUDGE
 from ..runs import (
     CalibrationError,
@@ -27,6 +26,7 @@ from ..runs import (
     read_verdicts,
     sweep_of,
 )
+from ..version import __version__
 from . import stats
 from .correction import JudgeAccuracy, explanation
 from .frontier import build_frontier

@@ -27,6 +27,7 @@ from typing import Any
 
 import polars as pl
 
+from ..errors import CtxreplayError
 from ..judges.base import DEFAULT_JUDGE
 from ..runs import (
     Run,
@@ -46,7 +47,7 @@ from .recovery import (
 EXAMPLES = 3
 
 
-class ReportError(ValueError):
+class ReportError(CtxreplayError, ValueError):
     pass
 
 

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...errors import CtxreplayError
+from ...schema import CATEGORIES
 from ..messages import Session
-from ..schema import CATEGORIES
 from ..validate import validate_session
 from . import browser, coding, data_entry, docs, sql
 from .builder import Dep, SessionBuilder, check_dependencies
@@ -56,7 +57,7 @@ __all__ = [
 ]
 
 
-class SynthError(RuntimeError):
+class SynthError(CtxreplayError):
     pass
 
 

@@ -27,11 +27,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, overload
 
+from ...schema import CATEGORIES
 from ..messages import Message, Part, Session, dumps_arguments
-from ..schema import CATEGORIES
-from .anchors import ALNUM, AnchorPool, json_safe, trivial
+from .anchor_pool import ALNUM, AnchorPool, json_safe, trivial
 
 #: How a harness announces where it saved a payload it truncated.
 ROUTE = re.compile(r"saved to (/\S+?)(?=[\]\s)]|$)")
@@ -75,6 +75,8 @@ VERBATIM_MIN_EDGE = 0.30
 
 @dataclass(frozen=True, slots=True)
 class Dep:
+    """One planted dependency: ``anchor`` from message ``source_seq`` is needed by ``need_seq``."""
+
     category: str
     anchor: str
     source_seq: int
@@ -84,13 +86,18 @@ class Dep:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A standing constraint a user adds mid-session, and how the agent later honours it."""
+    """A constraint the user states and the agent later honours.
+
+    Both kinds of ``behavioural_contract`` use it: a constraint of the first user turn and the
+    standing rule a user adds mid-session.
+    """
 
     sentence: str  # the user's words: one sentence with a constraint word (never, from now on, ...)
     anchor: str  # its key phrase, verbatim in ``sentence`` and in ``honour``
     honour: str  # an assistant sentence that acts on the rule, quoting ``anchor``
 
     def format(self, **values: Any) -> Rule:
+        """The rule with ``{placeholders}`` filled (the same values in all three texts)."""
         return Rule(*(s.format(**values) for s in (self.sentence, self.anchor, self.honour)))
 
 
@@ -109,6 +116,8 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """One call of a ``parallel`` step and the result the harness returns."""
+
     name: str
     arguments: dict[str, Any]
     result: str
@@ -117,6 +126,8 @@ class ToolCall:
 
 @dataclass
 class SessionBuilder:
+    """Appends a session's messages in order and records what they plant."""
+
     rng: random.Random
     workload: str
     messages: list[Message] = field(default_factory=list)
@@ -158,15 +169,17 @@ class SessionBuilder:
         return len(self.messages) - 1
 
     def system(self, text: str) -> int:
+        """The system prompt (the first message)."""
         return self._append(Message("system", (Part.text(text),), timestamp=self._stamp((0, 0))))
 
     def user(self, text: str) -> int:
+        """A user turn; the turn drawn for the standing rule also states the rule."""
         self._user_turns += 1
-        adds_rule = self.rule is not None and self._user_turns == self._rule_turn
-        if adds_rule:
-            text = f"{text} {self.rule.sentence}"  # type: ignore[union-attr]
+        adds = self.rule if self._user_turns == self._rule_turn else None
+        if adds is not None:
+            text = f"{text} {adds.sentence}"
         seq = self._append(Message("user", (Part.text(text),), timestamp=self._stamp((20, 400))))
-        if adds_rule:
+        if adds is not None:
             self.rule_seq = seq
         return seq
 
@@ -217,7 +230,12 @@ class SessionBuilder:
         as its need."""
         self._carry.append((text, plant))
 
+    @overload
+    def _carried(self, text: str) -> str: ...
+    @overload
+    def _carried(self, text: str | None) -> str | None: ...
     def _carried(self, text: str | None) -> str | None:
+        """``text`` led by any answers ``answer_next`` queued for this message."""
         if not self._carry:
             return text
         lead = " ".join(t for t, _ in self._carry)
@@ -266,6 +284,7 @@ class SessionBuilder:
         text: str | None = None,
         error: bool = False,
     ) -> Step:
+        """A single tool call and its result."""
         return self.parallel([ToolCall(name, arguments, result, error)], text)
 
     def seen(self, text: str) -> bool:
@@ -282,11 +301,13 @@ class SessionBuilder:
 
     # --- ground truth -----------------------------------------------------------------------
     def plant(self, category: str, anchor: str, source_seq: int, need_seq: int, note: str) -> None:
+        """Record a dependency once the message that needs the anchor is written."""
         if category not in CATEGORIES:
             raise ValueError(f"unknown category {category!r}")
         self.deps.append(Dep(category, anchor, source_seq, need_seq, note))
 
     def rows(self, session_id: str) -> list[dict[str, Any]]:
+        """The ground-truth rows, ordered by need, with per-category dep ids."""
         counters: dict[str, int] = {}
         rows = []
         for d in sorted(self.deps, key=lambda d: (d.need_seq, d.source_seq, d.category)):
@@ -305,6 +326,7 @@ class SessionBuilder:
         return rows
 
     def session(self, session_id: str, index: int, metadata: dict[str, Any]) -> Session:
+        """The finished session, messages numbered in order."""
         messages = [replace(m, seq=i) for i, m in enumerate(self.messages)]
         return Session(
             source_format="synthetic",
@@ -347,6 +369,7 @@ def call_index(messages: Sequence[Message]) -> dict[str, tuple[str, str]]:
 
 
 def sentences(text: str) -> list[str]:
+    """A text's sentences (and lines), for finding the one that states a rule."""
     return [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
 
 
@@ -359,106 +382,206 @@ def distinctive(phrase: str) -> bool:
 
 def check_dependencies(messages: Sequence[Message], deps: Sequence[Dep]) -> list[str]:
     """Every way the planted dependencies break the invariants; empty when they all hold."""
-    problems: list[str] = []
-    texts = [message_strings(m) for m in messages]
-    calls = call_index(messages)
+    return SessionCheck(messages, deps).problems()
 
-    def family(seq: int) -> tuple[str, str] | None:
-        resp = messages[seq].responses
-        return calls.get(resp[0].id or "") if resp else None
 
-    anchors = [d.anchor for d in deps]
-    first_turn = next((k for k, m in enumerate(messages) if m.is_user_turn), None)
-    if not any(d.category == "behavioural_contract" and d.source_seq != first_turn for d in deps):
-        problems.append("no behavioural_contract from a later user turn (standing rule)")
-    for i, d in enumerate(deps):
-        tag = f"{d.category} {d.anchor[:40]!r} ({d.source_seq}->{d.need_seq})"
+class SessionCheck:
+    """What every dependency of one session is checked against: its messages and their calls."""
+
+    def __init__(self, messages: Sequence[Message], deps: Sequence[Dep]) -> None:
+        self.messages = messages
+        self.deps = deps
+        self.texts = [message_strings(m) for m in messages]
+        self.calls = call_index(messages)
+        self.anchors = [d.anchor for d in deps]
+        self.first_turn = next((k for k, m in enumerate(messages) if m.is_user_turn), None)
+
+    def family(self, seq: int) -> tuple[str, str] | None:
+        """The (tool, arguments) of the call that message ``seq`` answers (None if no result)."""
+        resp = self.messages[seq].responses
+        return self.calls.get(resp[0].id or "") if resp else None
+
+    def problems(self) -> list[str]:
+        """Every violation, in a stable order."""
+        out: list[str] = []
+        if not any(
+            d.category == "behavioural_contract" and d.source_seq != self.first_turn
+            for d in self.deps
+        ):
+            out.append("no behavioural_contract from a later user turn (standing rule)")
+        for i, d in enumerate(self.deps):
+            out += DependencyCheck(self, i, d).problems()
+        return out
+
+
+class DependencyCheck:
+    """One planted dependency against I1–I4 and the shape of its category."""
+
+    def __init__(self, session: SessionCheck, index: int, dep: Dep) -> None:
+        self.session = session
+        self.index = index
+        self.dep = dep
+        self.tag = f"{dep.category} {dep.anchor[:40]!r} ({dep.source_seq}->{dep.need_seq})"
+        self.found: list[str] = []
+        # set by ``check`` once the seqs are known to be valid
+        self.src_text = ""
+        self.in_text = self.in_args = False
+        self.same_family: list[int] = []
+        self.errors_before: list[int] = []
+
+    def flag(self, problem: str) -> None:
+        """Record one problem of this dependency."""
+        self.found.append(f"{self.tag}: {problem}")
+
+    def problems(self) -> list[str]:
+        """Every violation, in a stable order."""
+        d = self.dep
         if d.category not in CATEGORIES:
-            problems.append(f"{tag}: unknown category")
-            continue
-        if not 0 < d.source_seq < d.need_seq < len(messages):
-            problems.append(f"{tag}: seqs out of order or range")
-            continue
-        if trivial(d.anchor):
-            problems.append(f"{tag}: trivial anchor")
-        for j, other in enumerate(anchors):
-            if j != i and (d.anchor in other or other in d.anchor):
-                problems.append(f"{tag}: overlaps another anchor {other[:40]!r}")
-        src, need = messages[d.source_seq], messages[d.need_seq]
-        # I1: in the source (a user's words or a tool result) and in the need (assistant).
-        if src.role == "user":
-            src_text = src.text
-        elif src.role == "tool" and src.responses:
-            src_text = "\n".join(p.content or "" for p in src.responses)
+            self.flag("unknown category")
+        elif not 0 < d.source_seq < d.need_seq < len(self.session.messages):
+            self.flag("seqs out of order or range")
         else:
-            src_text = ""
-            problems.append(f"{tag}: source is neither user text nor a tool result")
-        if d.anchor not in src_text:
-            problems.append(f"{tag}: anchor not in source")
+            self.check()
+        return self.found
+
+    def check(self) -> None:
+        """Each invariant in turn; the category's own shape last."""
+        self.anchor_shape()
+        self.in_source_and_need()
+        self.nowhere_else_before_need()
+        self.families()
+        self.plain_source()
+        by_category = {
+            "verbatim_source": self.verbatim,
+            "behavioural_contract": self.contract,
+            "live_state": self.live,
+            "recovery_routing": self.recovery,
+        }
+        if self.dep.category in by_category:
+            by_category[self.dep.category]()
+
+    @property
+    def src(self) -> Message:
+        return self.session.messages[self.dep.source_seq]
+
+    @property
+    def need(self) -> Message:
+        return self.session.messages[self.dep.need_seq]
+
+    # --- I3: non-trivial and unique --------------------------------------------------------
+    def anchor_shape(self) -> None:
+        """I3: the anchor is not trivial and overlaps no other anchor."""
+        anchor = self.dep.anchor
+        if trivial(anchor):
+            self.flag("trivial anchor")
+        for j, other in enumerate(self.session.anchors):
+            if j != self.index and (anchor in other or other in anchor):
+                self.flag(f"overlaps another anchor {other[:40]!r}")
+
+    # --- I1: in the source (a user's words or a tool result) and in the need (assistant) ---
+    def source_text(self) -> str:
+        """The text the anchor must come from: the user's words or the tool result."""
+        src = self.src
+        if src.role == "user":
+            return src.text
+        if src.role == "tool" and src.responses:
+            return "\n".join(p.content or "" for p in src.responses)
+        self.flag("source is neither user text nor a tool result")
+        return ""
+
+    def in_source_and_need(self) -> None:
+        """I1: the anchor is in its source and in its need (JSON-safe in args)."""
+        anchor, need = self.dep.anchor, self.need
+        self.src_text = self.source_text()
+        if anchor not in self.src_text:
+            self.flag("anchor not in source")
         if need.role != "assistant":
-            problems.append(f"{tag}: need is not an assistant message")
-        in_text = d.anchor in need.text
-        in_args = any(d.anchor in (p.arguments or "") for p in need.calls)
-        if not (in_text or in_args):
-            problems.append(f"{tag}: anchor not in need")
-        if in_args and not in_text and not json_safe(d.anchor):
-            problems.append(f"{tag}: anchor used in arguments is not JSON-safe")
-        # I2: nowhere else before the need.
+            self.flag("need is not an assistant message")
+        self.in_text = anchor in need.text
+        self.in_args = any(anchor in (p.arguments or "") for p in need.calls)
+        if not (self.in_text or self.in_args):
+            self.flag("anchor not in need")
+        if self.in_args and not self.in_text and not json_safe(anchor):
+            self.flag("anchor used in arguments is not JSON-safe")
+
+    # --- I2: nowhere else before the need ----------------------------------------------------
+    def nowhere_else_before_need(self) -> None:
+        """I2: no other message before the need holds the anchor."""
+        d, texts = self.dep, self.session.texts
         for k in range(d.need_seq):
             if k != d.source_seq and any(d.anchor in s for s in texts[k]):
-                problems.append(f"{tag}: also in message {k}")
+                self.flag(f"also in message {k}")
                 break
-        # I4 and the per-category shapes.
-        results_before = [k for k in range(d.need_seq) if messages[k].responses]
-        errors_before = [k for k in results_before if messages[k].is_error]
-        fam = family(d.source_seq)
-        same_family = [k for k in results_before if fam is not None and family(k) == fam]
-        if d.category in PLAIN_SOURCE and src.role == "tool":
-            if any(k < d.source_seq for k in same_family):
-                problems.append(f"{tag}: source repeats an earlier identical call")
-            if src.is_error:
-                problems.append(f"{tag}: source is an error result")
-            if ROUTE.search(src_text):
-                problems.append(f"{tag}: source announces a recovery route")
-        if d.category == "verbatim_source":
-            if len(d.anchor) < VERBATIM_MIN_CHARS:
-                problems.append(f"{tag}: verbatim span shorter than {VERBATIM_MIN_CHARS}")
-            if "\n" in d.anchor and not in_text:
-                problems.append(f"{tag}: multi-line span used in arguments")
-            at = src_text.find(d.anchor)
-            if at >= 0:
-                n = len(src_text)
-                if at < VERBATIM_MIN_EDGE * n or at + len(d.anchor) > (1 - VERBATIM_MIN_EDGE) * n:
-                    problems.append(f"{tag}: span not in the middle of its body")
-                if src_text.count(d.anchor) != 1:
-                    problems.append(f"{tag}: span not unique in its body")
-        elif d.category == "behavioural_contract":
-            if src.role != "user":
-                problems.append(f"{tag}: contract source is not a user turn")
-            if not distinctive(d.anchor):
-                problems.append(f"{tag}: contract key phrase is not distinctive")
-            if d.source_seq != first_turn and not any(
-                d.anchor in s and CONSTRAINT_WORD.search(s) for s in sentences(src_text)
-            ):
-                problems.append(f"{tag}: standing rule has no constraint word in its sentence")
-            if not in_text:
-                problems.append(f"{tag}: contract not honoured in assistant text")
-            if not any(messages[k].is_user_turn for k in range(d.source_seq + 1, d.need_seq)):
-                problems.append(f"{tag}: contract turn is the latest user turn before the need")
-        elif d.category == "live_state":
-            latest_of_family = (
-                src.role == "tool"
-                and len(same_family) >= 2
-                and max(same_family) == d.source_seq
-                and not any(d.anchor in texts[k][0] for k in same_family if k != d.source_seq)
-            )
-            current_error = bool(errors_before) and errors_before[-1] == d.source_seq
-            if not (latest_of_family or current_error):
-                problems.append(f"{tag}: not the latest of its family nor the current error")
-        elif d.category == "recovery_routing":
-            routes = [m.group(1) for m in ROUTE.finditer(src_text)]
-            if d.anchor not in routes:
-                problems.append(f"{tag}: anchor is not an announced route")
-            if not in_args:
-                problems.append(f"{tag}: route not followed by a tool call")
-    return problems
+
+    # --- I4 and the per-category shapes --------------------------------------------------------
+    def families(self) -> None:
+        """Results before the need: the errored ones and the source's own family."""
+        d, s = self.dep, self.session
+        results_before = [k for k in range(d.need_seq) if s.messages[k].responses]
+        self.errors_before = [k for k in results_before if s.messages[k].is_error]
+        fam = s.family(d.source_seq)
+        self.same_family = [k for k in results_before if fam is not None and s.family(k) == fam]
+
+    def plain_source(self) -> None:
+        """I4: a plain source is a first-of-its-kind, clean result with no route."""
+        if self.dep.category not in PLAIN_SOURCE or self.src.role != "tool":
+            return
+        if any(k < self.dep.source_seq for k in self.same_family):
+            self.flag("source repeats an earlier identical call")
+        if self.src.is_error:
+            self.flag("source is an error result")
+        if ROUTE.search(self.src_text):
+            self.flag("source announces a recovery route")
+
+    def verbatim(self) -> None:
+        """A verbatim span is long, unique and in the middle of its body."""
+        anchor, body = self.dep.anchor, self.src_text
+        if len(anchor) < VERBATIM_MIN_CHARS:
+            self.flag(f"verbatim span shorter than {VERBATIM_MIN_CHARS}")
+        if "\n" in anchor and not self.in_text:
+            self.flag("multi-line span used in arguments")
+        at = body.find(anchor)
+        if at < 0:
+            return
+        n = len(body)
+        if at < VERBATIM_MIN_EDGE * n or at + len(anchor) > (1 - VERBATIM_MIN_EDGE) * n:
+            self.flag("span not in the middle of its body")
+        if body.count(anchor) != 1:
+            self.flag("span not unique in its body")
+
+    def contract(self) -> None:
+        """A contract comes from an earlier user turn and is honoured in text."""
+        d, messages = self.dep, self.session.messages
+        if self.src.role != "user":
+            self.flag("contract source is not a user turn")
+        if not distinctive(d.anchor):
+            self.flag("contract key phrase is not distinctive")
+        if d.source_seq != self.session.first_turn and not any(
+            d.anchor in s and CONSTRAINT_WORD.search(s) for s in sentences(self.src_text)
+        ):
+            self.flag("standing rule has no constraint word in its sentence")
+        if not self.in_text:
+            self.flag("contract not honoured in assistant text")
+        if not any(messages[k].is_user_turn for k in range(d.source_seq + 1, d.need_seq)):
+            self.flag("contract turn is the latest user turn before the need")
+
+    def live(self) -> None:
+        """Live state is the latest of its family or the current error."""
+        d, texts, family = self.dep, self.session.texts, self.same_family
+        latest_of_family = (
+            self.src.role == "tool"
+            and len(family) >= 2
+            and max(family) == d.source_seq
+            and not any(d.anchor in texts[k][0] for k in family if k != d.source_seq)
+        )
+        current_error = bool(self.errors_before) and self.errors_before[-1] == d.source_seq
+        if not (latest_of_family or current_error):
+            self.flag("not the latest of its family nor the current error")
+
+    def recovery(self) -> None:
+        """A recovery anchor is an announced route that a later call opens."""
+        routes = [m.group(1) for m in ROUTE.finditer(self.src_text)]
+        if self.dep.anchor not in routes:
+            self.flag("anchor is not an announced route")
+        if not self.in_args:
+            self.flag("route not followed by a tool call")

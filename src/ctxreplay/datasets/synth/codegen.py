@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 NOUNS = (
@@ -66,7 +66,21 @@ class Special:
     returns: str = "int"
 
 
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """Where a statement goes (indent, nesting depth) and the names drawn for it."""
+
+    pad: str
+    indent: int
+    depth: int
+    v: str
+    a: str
+    b: str
+
+
 class CodeGen:
+    """Plausible Python source: identifiers, statements, functions, classes, whole modules."""
+
     def __init__(self, rng: random.Random, pkg: str) -> None:
         self.rng = rng
         self.pkg = pkg
@@ -91,47 +105,66 @@ class CodeGen:
 
     # --- statements ---------------------------------------------------------------------------
     def statements(self, indent: int, n: int, depth: int = 0) -> list[str]:
+        """``n`` statements at ``indent``; blocks nest at most two deep."""
         out: list[str] = []
-        pad = " " * indent
-        rng = self.rng
         for _ in range(n):
-            kind = rng.random()
+            kind = self.rng.random()
             v, a, b = self.var(), self.var(), self.var()
-            if kind < 0.22:
-                out.append(f"{pad}{v} = {self.func()}({a}, {b})")
-            elif kind < 0.32:
-                out.append(f"{pad}{v} = {a}.{rng.choice(('get', 'pop', 'setdefault'))}({b})")
-            elif kind < 0.42 and depth < 2:
-                out.append(f"{pad}if {v} is None:")
-                out.extend(self.statements(indent + 4, rng.randint(1, 2), depth + 1))
-            elif kind < 0.50:
-                c = self.const()
-                out.append(f"{pad}if len({a}) > {c}:")
-                out.append(
-                    f'{pad}    raise {rng.choice(ERRORS)}(f"{self.noun()} too large: {{len({a})}} > {{{c}}}")'
-                )
-            elif kind < 0.60 and depth < 2:
-                item = self.noun()
-                out.append(f"{pad}for {item} in {a}:")
-                out.extend(self.statements(indent + 4, rng.randint(1, 3), depth + 1))
-            elif kind < 0.66:
-                out.append(f'{pad}log.debug("{rng.choice(VERBS)} %d {self.noun()}s", len({a}))')
-            elif kind < 0.72:
-                out.append(f"{pad}{v}.append({self.func()}({a}))")
-            elif kind < 0.78 and depth < 2:
-                out.append(f"{pad}try:")
-                out.extend(self.statements(indent + 4, rng.randint(1, 2), depth + 1))
-                out.append(f"{pad}except {rng.choice(ERRORS)} as exc:")
-                out.append(f"{pad}    raise {rng.choice(ERRORS)}(str(exc)) from exc")
-            elif kind < 0.84:
-                out.append(f"{pad}# {rng.choice(COMMENTS)}")
-            elif kind < 0.90:
-                out.append(f"{pad}{v} += {a}")
-            else:
-                out.append(
-                    f"{pad}{v} = [{self.func()}(x) for x in {a} if x is not None and x != {b}]"
-                )
+            at = _Slot(" " * indent, indent, depth, v, a, b)
+            make = next(
+                (f for bound, nests, f in STATEMENTS if kind < bound and (not nests or depth < 2)),
+                CodeGen._comprehension,
+            )
+            out.extend(make(self, at))
         return out
+
+    # --- one statement each; ``at`` says where and with which names -------------------------
+    def _call(self, at: _Slot) -> list[str]:
+        return [f"{at.pad}{at.v} = {self.func()}({at.a}, {at.b})"]
+
+    def _lookup(self, at: _Slot) -> list[str]:
+        return [f"{at.pad}{at.v} = {at.a}.{self.rng.choice(('get', 'pop', 'setdefault'))}({at.b})"]
+
+    def _nested(self, at: _Slot, most: int) -> list[str]:
+        return self.statements(at.indent + 4, self.rng.randint(1, most), at.depth + 1)
+
+    def _if_none(self, at: _Slot) -> list[str]:
+        return [f"{at.pad}if {at.v} is None:", *self._nested(at, 2)]
+
+    def _limit(self, at: _Slot) -> list[str]:
+        c = self.const()
+        head = f"{at.pad}if len({at.a}) > {c}:"
+        return [
+            head,
+            f'{at.pad}    raise {self.rng.choice(ERRORS)}(f"{self.noun()} too large: {{len({at.a})}} > {{{c}}}")',
+        ]  # fmt: skip
+
+    def _loop(self, at: _Slot) -> list[str]:
+        item = self.noun()
+        return [f"{at.pad}for {item} in {at.a}:", *self._nested(at, 3)]
+
+    def _log(self, at: _Slot) -> list[str]:
+        return [f'{at.pad}log.debug("{self.rng.choice(VERBS)} %d {self.noun()}s", len({at.a}))']
+
+    def _append(self, at: _Slot) -> list[str]:
+        return [f"{at.pad}{at.v}.append({self.func()}({at.a}))"]
+
+    def _try(self, at: _Slot) -> list[str]:
+        body = [f"{at.pad}try:", *self._nested(at, 2)]
+        body.append(f"{at.pad}except {self.rng.choice(ERRORS)} as exc:")
+        body.append(f"{at.pad}    raise {self.rng.choice(ERRORS)}(str(exc)) from exc")
+        return body
+
+    def _comment(self, at: _Slot) -> list[str]:
+        return [f"{at.pad}# {self.rng.choice(COMMENTS)}"]
+
+    def _increment(self, at: _Slot) -> list[str]:
+        return [f"{at.pad}{at.v} += {at.a}"]
+
+    def _comprehension(self, at: _Slot) -> list[str]:
+        return [
+            f"{at.pad}{at.v} = [{self.func()}(x) for x in {at.a} if x is not None and x != {at.b}]"
+        ]
 
     def function(self, name: str | None = None, indent: int = 0, method: bool = False) -> list[str]:
         rng = self.rng
@@ -207,15 +240,31 @@ class CodeGen:
         at = int(n_lines * self.rng.uniform(0.42, 0.5))
         placed = special is None
         while len(lines) < n_lines or not placed:
-            if not placed and len(lines) >= at:
+            if special is not None and not placed and len(lines) >= at:
                 lines.extend(["", ""])
-                lines.append(f"def {special.name}({special.params}) -> {special.returns}:")  # type: ignore[union-attr]
-                lines.extend(special.body)  # type: ignore[union-attr]
+                lines.append(f"def {special.name}({special.params}) -> {special.returns}:")
+                lines.extend(special.body)
                 placed = True
                 continue
             lines.extend(["", ""])
             lines.extend(self.block())
         return lines
+
+
+#: Statement kinds by the draw that picks them: (upper bound, opens a nested block, maker); the
+#: first that fits wins, so a nesting kind too deep falls through to the next; else a comprehension.
+STATEMENTS: tuple[tuple[float, bool, Callable[[CodeGen, _Slot], list[str]]], ...] = (
+    (0.22, False, CodeGen._call),
+    (0.32, False, CodeGen._lookup),
+    (0.42, True, CodeGen._if_none),
+    (0.50, False, CodeGen._limit),
+    (0.60, True, CodeGen._loop),
+    (0.66, False, CodeGen._log),
+    (0.72, False, CodeGen._append),
+    (0.78, True, CodeGen._try),
+    (0.84, False, CodeGen._comment),
+    (0.90, False, CodeGen._increment),
+)
 
 
 def numbered(lines: Sequence[str], start: int = 1) -> str:

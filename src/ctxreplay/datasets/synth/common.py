@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .anchor_pool import json_safe
+
 
 def tool(name: str, description: str, **params: tuple[str, str]) -> dict[str, Any]:
     """An OpenAI function-tool schema; ``params`` maps name → (json type, description).
@@ -25,6 +27,7 @@ def tool(name: str, description: str, **params: tuple[str, str]) -> dict[str, An
 
 
 def tools_block(tools: Sequence[dict[str, Any]]) -> str:
+    """The tool schemas as the system prompt lists them: one JSON object a line."""
     return "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
 
 
@@ -52,6 +55,7 @@ def truncated(lines: Sequence[str], keep: int, route: str, unit: str = "lines") 
 
 
 def numbered_slice(lines: Sequence[str], offset: int, limit: int) -> str:
+    """``limit`` lines from ``offset``, numbered as read_file pages them (1-based, ``cat -n``)."""
     chunk = lines[offset : offset + limit]
     return "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(chunk, offset + 1))
 
@@ -64,8 +68,6 @@ def middle_spans(
     A candidate is at least ``min_len`` characters, JSON-safe, occurs exactly once in ``text`` and
     lies entirely inside the middle of it (at least ``edge`` of the text from both ends).
     """
-    from .anchors import json_safe
-
     n = len(text)
     out = []
     for piece in pieces:

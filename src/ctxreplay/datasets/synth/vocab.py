@@ -1,7 +1,7 @@
 """Word lists and small text generators shared by the workloads.
 
 Everything here draws from the ``random.Random`` it is given, so a session is a pure function of
-its seed. Nothing here produces planted anchors: anchors come from ``anchors.AnchorPool`` and are
+its seed. Nothing here produces planted anchors: anchors come from ``anchor_pool.AnchorPool`` and are
 placed by the workloads themselves; filler text is built so it never contains the phrase
 ``saved to`` (the marker of a recovery route).
 """
@@ -9,7 +9,10 @@ placed by the workloads themselves; filler text is built so it never contains th
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 FIRST_NAMES = (
     "Maja", "Tomasz", "Lena", "Jonas", "Amira", "Kenji", "Sofia", "Mateo", "Ingrid", "Rafael",
@@ -68,7 +71,7 @@ def person(rng: random.Random) -> tuple[str, str]:
     return rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
 
 
-def pick(rng: random.Random, items: Sequence[str], k: int) -> list[str]:
+def pick(rng: random.Random, items: Sequence[T], k: int) -> list[T]:
     """``k`` distinct items in a random order (all of them when ``k`` is larger)."""
     return rng.sample(list(items), min(k, len(items)))
 
@@ -101,7 +104,7 @@ class Prose:
     out as verbatim anchors).
     """
 
-    def __init__(self, rng: random.Random, lexicon: dict[str, Sequence[str]]) -> None:
+    def __init__(self, rng: random.Random, lexicon: Mapping[str, Sequence[str]]) -> None:
         self.rng = rng
         self.lexicon = lexicon
 
@@ -175,23 +178,28 @@ def wrap(text: str, width: int = 96) -> list[str]:
     return lines
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], footer: str | None = None) -> str:
-    """A psql-style aligned table (numbers right-aligned)."""
+def _numeric(cell: str) -> bool:
+    return bool(cell) and cell.replace(",", "").replace(".", "").replace("-", "").isdigit()
+
+
+def _widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
+    return widths
 
-    def numeric(cell: str) -> bool:
-        return bool(cell) and cell.replace(",", "").replace(".", "").replace("-", "").isdigit()
 
+def _row(row: Sequence[str], widths: Sequence[int]) -> str:
+    cells = (c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(row, widths, strict=True))
+    return " | ".join(cells).rstrip()
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], footer: str | None = None) -> str:
+    """A psql-style aligned table (numbers right-aligned)."""
+    widths = _widths(headers, rows)
     lines = [" | ".join(h.center(w) for h, w in zip(headers, widths, strict=True))]
     lines.append("-+-".join("-" * w for w in widths))
-    for row in rows:
-        lines.append(
-            " | ".join(
-                c.rjust(w) if numeric(c) else c.ljust(w) for c, w in zip(row, widths, strict=True)
-            ).rstrip()
-        )
+    lines += [_row(row, widths) for row in rows]
     lines.append(footer if footer is not None else f"({len(rows)} rows)")
     return "\n".join(" " + line for line in lines)

@@ -10,7 +10,7 @@ import time
 
 import click
 
-from .local import LocalModelServer, LocalModelUnavailable
+from ..llm.local import LocalModelServer, LocalModelUnavailable
 
 DEFAULT_PORT = 8089
 

@@ -1,4 +1,4 @@
-"""Unique, non-trivial anchor strings.
+"""The pool of planted anchor strings: unique, non-trivial ids, paths and figures.
 
 An anchor is the exact text a planted dependency hangs on. Every one must be unique inside its
 session and unlikely to occur by chance anywhere else, so each generator mixes a fixed shape (what
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 
 HEX = "0123456789abcdef"
 UPPER = "ABCDEFGHJKLMNPQRSTUVWXYZ"  # no I or O: they read as digits
@@ -42,7 +43,8 @@ class AnchorPool:
         self.rng = rng
         self.used: set[str] = set()  # membership only, never iterated (determinism)
 
-    def fresh(self, make) -> str:  # type: ignore[no-untyped-def]
+    def fresh(self, make: Callable[[], str]) -> str:
+        """A value of ``make`` not handed out before (draws again on a repeat)."""
         for _ in range(1000):
             s = make()
             if s not in self.used:

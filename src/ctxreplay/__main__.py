@@ -1,0 +1,5 @@
+"""``python -m ctxreplay``."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,5 @@
+"""``python -m ctxreplay.cli``."""
+
+from . import main
+
+main()

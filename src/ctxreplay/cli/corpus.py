@@ -1,0 +1,192 @@
+"""Corpus commands: import, synth, info, sql, export, cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .. import schema
+from ..datasets.store import Corpus
+from .app import fail, main
+from .options import folder, option, out, quiet, seed
+
+
+@main.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@out("Corpus folder.")
+@option("--format", default=None, help="Force a format instead of detecting it.")
+@option("--tokenizer", default="o200k_base", type=click.Choice(["o200k_base", "cl100k_base"]))
+@option(
+    "--buckets",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Hash buckets [default: one per ~128 MB].",
+)
+@option("--max-message-mb", type=click.FloatRange(min=0, min_open=True), default=10.0)
+@option("--strict", is_flag=True, help="Exit non-zero if any record is rejected.")
+@option("--overwrite", is_flag=True, help="Replace an existing corpus folder.")
+@quiet
+def import_cmd(
+    paths: tuple[Path, ...],
+    out: Path,
+    format: str | None,
+    tokenizer: str,
+    buckets: int | None,
+    max_message_mb: float,
+    strict: bool,
+    overwrite: bool,
+    quiet: bool,
+) -> None:
+    """Import trace files (formats auto-detected) into a Parquet corpus."""
+    from ..datasets.ingest import import_paths
+
+    summary = import_paths(
+        paths,
+        out,
+        fmt=format,
+        tokenizer=tokenizer,
+        overwrite=overwrite,
+        buckets=buckets,
+        max_message_bytes=int(max_message_mb * 1024 * 1024),
+        progress=not quiet,
+    )
+    click.echo(summary.render())
+    if summary.sessions == 0:
+        fail("nothing was imported", 1)
+    if strict and summary.rejects:
+        fail(f"{summary.rejects} records rejected (--strict)", 1)
+
+
+@main.command("synth")
+@out("Corpus folder.")
+@option("--sessions", type=click.IntRange(min=1), default=200, help="Synthetic sessions.")
+@seed
+@option("--overwrite", is_flag=True, help="Replace an existing corpus folder.")
+@quiet
+def synth_cmd(out: Path, sessions: int, seed: int, overwrite: bool, quiet: bool) -> None:
+    """Write a synthetic corpus with planted dependencies and ground truth."""
+    from ..datasets.synth import generate
+
+    summary = generate(out, sessions=sessions, seed=seed, overwrite=overwrite, progress=not quiet)
+    click.echo(summary.render())
+
+
+@main.command("info")
+@folder("corpus")
+def info_cmd(corpus: Path) -> None:
+    """Sessions, messages and tokens by role, tool-output share, largest outputs, rejects."""
+    from ..datasets.info import render_info
+
+    click.echo(render_info(Corpus(corpus)))
+
+
+@main.command("sql")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("query", required=False)
+@option("--format", type=click.Choice(["table", "csv", "json"]), default="table", help="Output.")
+@option("--max-rows", type=click.IntRange(min=1), default=50, help="Rows shown as a table.")
+@option("--describe", is_flag=True, help="Print every table's columns with their meaning.")
+def sql_cmd(folder: Path, query: str | None, format: str, max_rows: int, describe: bool) -> None:
+    """Run SQL (DuckDB) over a corpus or run folder; its tables are views.
+
+    `--describe` lists the tables (and what each column holds) instead.
+    """
+    import polars as pl
+
+    from ..sqlview import connect_folder, run_query
+
+    if describe:
+        click.echo(schema.describe(), nl=False)
+        return
+    if not query:
+        fail("give a QUERY, or --describe to list the tables and their columns", 2)
+    with connect_folder(folder) as con:
+        frame = run_query(con, query)
+    if format == "csv":
+        click.echo(frame.write_csv(), nl=False)
+    elif format == "json":
+        click.echo(frame.write_json())
+    else:
+        with pl.Config(tbl_rows=max_rows, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200):
+            click.echo(frame)
+
+
+@main.command("export")
+@folder("corpus")
+@out("OpenAI chat JSONL file.")
+@option("--session", multiple=True, help="Only these session ids (repeatable).")
+def export_cmd(corpus: Path, out: Path, session: tuple[str, ...]) -> None:
+    """Export a corpus to OpenAI chat JSONL (one session per line)."""
+    from ..datasets.export import export_corpus
+
+    n = export_corpus(corpus, out, list(session) or None)
+    click.echo(f"exported {n} sessions → {out}")
+
+
+@main.command("cases")
+@folder("corpus")
+@out("Cases file (.parquet).")
+@option(
+    "--trigger", multiple=True, help="tokens:N · fraction:F · user-turns · every:K (repeatable)."
+)
+@option("--window", type=click.IntRange(min=1), default=None, help="Context window for fraction:F.")
+@option(
+    "--cuts",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Explicit cuts: a CSV (session,cut) or a labels cases.jsonl (session_id, cut, "
+    "future_seqs: the future ends where the labels do; sessions not in the corpus are skipped).",
+)
+@option(
+    "--horizon",
+    default="all",
+    help="all · turns:K (K agent requests) · messages:K (K visible messages).",
+)
+@option("--suite", default=None, help="hard (top 10% sessions by tool pressure) or hard:N.")
+@option("--sample", type=click.IntRange(min=1), default=None, help="Keep N cases at random.")
+@seed
+def cases_cmd(
+    corpus: Path,
+    out: Path,
+    trigger: tuple[str, ...],
+    window: int | None,
+    cuts: Path | None,
+    horizon: str,
+    suite: str | None,
+    sample: int | None,
+    seed: int,
+) -> None:
+    """Cut each session into cases (prefix + real future) at trigger points."""
+    from ..datasets.cases import cut_corpus
+
+    skipped: list[tuple[str, int]] = []
+    frame, path = cut_corpus(
+        Corpus(corpus),
+        out,
+        triggers=trigger,
+        window=window,
+        cuts=cuts,
+        horizon=horizon,
+        suite=suite,
+        sample=sample,
+        seed=seed,
+        skipped=skipped,
+    )
+    sessions = frame["session_id"].n_unique() if frame.height else 0
+    click.echo(f"{frame.height} cases from {sessions} sessions → {path}")
+    if skipped:
+        n = len({sid for sid, _ in skipped})
+        click.echo(
+            f"  skipped {len(skipped)} cuts of {n} sessions not in this corpus "
+            f"(e.g. {skipped[0][0]}@{skipped[0][1]})"
+        )
+    if frame.height:
+        kinds = frame["trigger"].str.split("+").explode().str.replace(r":\d+$", "").value_counts()
+        click.echo(
+            "  by trigger: " + ", ".join(f"{t} {n}" for t, n in kinds.sort("trigger").iter_rows())
+        )
+        click.echo(
+            f"  prefix tokens: median {int(frame['prefix_tokens'].median() or 0):,}, "
+            f"max {int(frame['prefix_tokens'].max() or 0):,}; "
+            f"tool share: mean {float(frame['tool_share'].mean() or 0):.2f}"
+        )

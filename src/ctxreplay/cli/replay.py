@@ -1,0 +1,123 @@
+"""Replay commands: policies, replay, sweep, show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .app import main
+from .labels import deps_labels
+from .options import cases, folder, judge, option, out, quiet, tariff, workers
+
+
+@main.command("policies")
+def policies_cmd() -> None:
+    """List the registered policies with their parameters and defaults."""
+    from ..policies.base import all_policies, policies
+    from ..registry import describe_params
+
+    for name in all_policies():
+        cls = policies.get(name)
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        click.echo(f"{name}: {doc}")
+        for pname, ptype, default in describe_params(cls.Params):
+            click.echo(f"    {pname} ({ptype}) = {default!r}")
+
+
+@main.command("replay")
+@folder("corpus")
+@cases
+@option("--policy", multiple=True, required=True, help="name[:key=value,...] (repeatable).")
+@out("Run folder.")
+@workers
+@tariff
+@quiet
+def replay_cmd(
+    corpus: Path,
+    cases: Path,
+    policy: tuple[str, ...],
+    out: Path,
+    workers: int,
+    tariff: str | None,
+    tariffs: Path | None,
+    quiet: bool,
+) -> None:
+    """Replay every case through every policy into a run folder (re-runs skip finished work)."""
+    from ..engines.replay import run_replay
+
+    summary = run_replay(
+        corpus,
+        cases,
+        policy,
+        out,
+        workers=workers,
+        tariff=tariff,
+        tariffs_path=str(tariffs) if tariffs else None,
+        progress=not quiet,
+    )
+    click.echo(summary.render())
+
+
+@main.command("sweep")
+@folder("corpus")
+@cases
+@out("Run folder.")
+@option(
+    "--grid",
+    multiple=True,
+    required=True,
+    help="family:param=values[;param=values] — values a,b,c · a..b (integers) · a..b/step; "
+    "repeatable; the family's defaults are always a point.",
+)
+@option("--policy", multiple=True, help="Extra policies to include (e.g. noop).")
+@judge(help="The judge every point is judged with.")
+@option(
+    "--labels",
+    default=None,
+    help="deps:LABELS — also judge every point with the gold dependency labels "
+    "(strict, whitespace, recovery) and calibrate the judge against them.",
+)
+@workers
+@quiet
+def sweep_cmd(
+    corpus: Path,
+    cases: Path,
+    out: Path,
+    grid: tuple[str, ...],
+    policy: tuple[str, ...],
+    judge: str,
+    labels: str | None,
+    workers: int,
+    quiet: bool,
+) -> None:
+    """Replay and judge a grid of policy parameters into one run (re-runs do only new points);
+    `ctxreplay report RUN` then adds the pruning/no-impact frontier."""
+    from ..engines.sweep import run_sweep
+
+    labels_path = deps_labels(labels, "--labels") if labels is not None else None
+    summary = run_sweep(
+        corpus,
+        cases,
+        grid,
+        out,
+        policies=policy,
+        judge=judge,
+        labels=labels_path,
+        workers=workers,
+        progress=not quiet,
+    )
+    click.echo(summary.render())
+
+
+@main.command("show")
+@folder("run")
+@click.argument("case")
+@option("--policy", required=True, help="Policy label or name in the run.")
+@option("--width", type=click.IntRange(min=40), default=160, help="Characters per line.")
+def show_cmd(run: Path, case: str, policy: str, width: int) -> None:
+    """Show a case's prefix and its view side by side, object by object."""
+    from ..reports.show import render_show
+    from ..runs import Run
+
+    click.echo(render_show(Run(run), case, policy, width))

@@ -1,0 +1,136 @@
+"""Report commands: report, audit, export-verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..judges.base import DEFAULT_JUDGE
+from .app import fail, main
+from .labels import deps_labels
+from .options import folder, judge, option, out, seed
+
+REPORT_FORMATS = ["terminal", "markdown", "csv", "json", "html"]
+
+
+@main.command("report")
+@folder("run")
+@judge(
+    default=None,
+    help=f"Which judge's verdicts [default: the run's only judge, else {DEFAULT_JUDGE}].",
+)
+@option(
+    "--reference",
+    default=None,
+    help="Policy the others are compared with [default: best no-impact].",
+)
+@option(
+    "--format",
+    type=click.Choice(REPORT_FORMATS),
+    default=None,
+    help="[default: terminal, or from the -o file's suffix]",
+)
+@out("Write to a file (or a folder for csv).", required=False)
+@seed
+@option("--bootstrap", type=click.IntRange(min=1), default=2000, help="Bootstrap resamples.")
+@option(
+    "--calibration",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The judge's calibration from a labelled run (RUN/calibration/*.json) to correct "
+    "no-impact with [default: the run's own, if any].",
+)
+def report_cmd(
+    run: Path,
+    judge: str | None,
+    reference: str | None,
+    format: str | None,
+    out: Path | None,
+    seed: int,
+    bootstrap: int,
+    calibration: Path | None,
+) -> None:
+    """No-impact with Wilson intervals, paired tests, taxonomy audit, cost, trade-off plot."""
+    from ..reports import build_report
+
+    report = build_report(
+        run,
+        judge=judge,
+        reference=reference,
+        seed=seed,
+        bootstrap=bootstrap,
+        calibration_file=calibration,
+    )
+    if out is None:
+        click.echo(report.render(format or "terminal"))
+    else:
+        for path in report.save(out, format):
+            click.echo(f"wrote {path}")
+
+
+@main.command("audit")
+@folder("run")
+@option(
+    "--category",
+    default=None,
+    help="evidence_detail · locator_handle · behavioural_contract · verbatim_source · "
+    "live_state · recovery_routing",
+)
+@option(
+    "--missed",
+    default=None,
+    help="deps:LABELS — list instead the gold-required dependencies the judge missed.",
+)
+@option("--policy", default=None, help="Only this policy.")
+@judge()
+@option("--max-rows", type=click.IntRange(min=1), default=50, help="Rows shown.")
+def audit_cmd(
+    run: Path,
+    category: str | None,
+    missed: str | None,
+    policy: str | None,
+    judge: str,
+    max_rows: int,
+) -> None:
+    """List the losses of one category with their evidence, or (``--missed deps:LABELS``) the
+    labelled dependencies the judge missed, for a person to inspect."""
+    import polars as pl
+
+    from ..reports import audit
+
+    if missed is not None:
+        from ..engines.calibrate import missed_dependencies, render_missed
+
+        frame = missed_dependencies(run, judge, deps_labels(missed, "--missed"), policy=policy)
+        click.echo(render_missed(frame, judge, max_rows))
+        return
+    if category is None:
+        fail("give --category CATEGORY or --missed deps:LABELS", 2)
+    frame = audit(run, category, policy=policy, judge=judge)
+    under = f" under {policy}" if policy else ""
+    if frame.height == 0:
+        click.echo(f"no {category} losses{under}")
+        return
+    click.echo(f"{frame.height} {category} losses{under}")
+    with pl.Config(
+        tbl_rows=max_rows,
+        tbl_cols=-1,
+        fmt_str_lengths=70,
+        tbl_width_chars=220,
+        tbl_hide_dataframe_shape=True,
+    ):
+        click.echo(frame.head(max_rows))
+
+
+@main.command("export-verdicts")
+@folder("run")
+@option("--to", required=True, type=click.Choice(["otel", "phoenix", "langfuse"]), help="Format.")
+@out("File to write.")
+@judge()
+def export_verdicts_cmd(run: Path, to: str, out: Path, judge: str) -> None:
+    """Verdicts as OpenTelemetry gen_ai.evaluation.result events, Phoenix Parquet or Langfuse
+    scores."""
+    from ..reports import export_verdicts
+
+    click.echo(export_verdicts(run, to, out, judge=judge).render())
