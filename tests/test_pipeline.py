@@ -55,3 +55,92 @@ def test_run_from_toml_config_and_reuse(tmp_path) -> None:
     assert exported.exit_code == 0, exported.output
     lines = (tmp_path / "s.jsonl").read_text().splitlines()
     assert lines and all(json.loads(line)["dataType"] == "CATEGORICAL" for line in lines)
+
+
+def _run(out, *args: str):
+    base = ["run", "-o", str(out), "--workers", "1", "--quiet", "--bootstrap", "50"]
+    base += ["--policy", "noop", "--policy", "tool-prune:keep=1"]
+    return CliRunner().invoke(main, [*base, *args])
+
+
+def _cases(out) -> list[str]:
+    import polars as pl
+
+    triggers = pl.read_parquet(out / "cases.parquet")["trigger"].str.replace(r":\d+$", "")
+    return triggers.unique().sort().to_list()
+
+
+def _session(i: int) -> str:
+    return json.dumps(
+        {
+            "session_id": f"s{i}",
+            "messages": [
+                {"role": "user", "content": f"question {i}"},
+                {"role": "assistant", "content": f"answer {i}"},
+                {"role": "user", "content": f"follow-up {i}"},
+                {"role": "assistant", "content": f"second answer {i}"},
+            ],
+        }
+    )
+
+
+def test_run_redoes_the_corpus_when_the_sources_change(tmp_path) -> None:
+    out, source = tmp_path / "out", tmp_path / "traces.jsonl"
+    source.write_text("".join(_session(i) + "\n" for i in range(2)))
+    first = _run(out, "--source", str(source), "--trigger", "every:2")
+    assert first.exit_code == 0, first.output
+    again = _run(out, "--source", str(source), "--trigger", "every:2")
+    assert "corpus: reusing" in again.output and "cases: reusing" in again.output
+    source.write_text("".join(_session(i) + "\n" for i in range(3)))  # one more session
+    second = _run(out, "--source", str(source), "--trigger", "every:2")
+    assert second.exit_code == 0, second.output
+    assert "corpus: redoing (sources " in second.output
+    assert "cases: reusing" not in second.output
+    counts = json.loads((out / "corpus" / "manifest.json").read_text())["counts"]
+    assert counts["sessions"] == 3
+
+
+def test_run_redoes_synthetic_corpus_for_another_seed(tmp_path) -> None:
+    out = tmp_path / "out"
+    assert _run(out, "--synth-sessions", "3", "--seed", "1").exit_code == 0
+    again = _run(out, "--synth-sessions", "3", "--seed", "1")
+    assert "corpus: reusing" in again.output and "cases: reusing" in again.output
+    other = _run(out, "--synth-sessions", "3", "--seed", "2")
+    assert other.exit_code == 0, other.output
+    assert "corpus: redoing (seed 1 → 2)" in other.output
+    assert json.loads((out / "pipeline.json").read_text())["corpus"]["seed"] == 2
+
+
+def test_run_redoes_cases_and_replay_for_another_trigger(tmp_path) -> None:
+    out = tmp_path / "out"
+    assert _run(out, "--synth-sessions", "3", "--trigger", "every:4").exit_code == 0
+    assert _cases(out) == ["every"]
+    other = _run(out, "--synth-sessions", "3", "--trigger", "user-turns")
+    assert other.exit_code == 0, other.output
+    assert "corpus: reusing" in other.output
+    assert 'cases: redoing (triggers ["every:4"] → ["user-turns"])' in other.output
+    assert _cases(out) == ["user-turn"]
+    figures = json.loads((out / "run" / "manifest.json").read_text())["cases_fingerprint"]
+    from ctxreplay.files import file_fingerprint
+
+    assert figures == file_fingerprint(out / "cases.parquet")  # the run was redone too
+
+
+def test_run_redoes_the_replay_for_another_tariff(tmp_path) -> None:
+    out = tmp_path / "out"
+    assert _run(out, "--synth-sessions", "3").exit_code == 0
+    other = _run(out, "--synth-sessions", "3", "--tariff", "gpt-4o-mini")
+    assert other.exit_code == 0, other.output
+    assert "cases: reusing" in other.output
+    assert 'replay: redoing (tariff null → "gpt-4o-mini")' in other.output
+    manifest = json.loads((out / "run" / "manifest.json").read_text())
+    assert manifest["tariff"]["name"] == "gpt-4o-mini"
+
+
+def test_an_old_output_folder_without_a_record_is_not_trusted(tmp_path) -> None:
+    out = tmp_path / "out"
+    assert _run(out, "--synth-sessions", "3").exit_code == 0
+    (out / "pipeline.json").unlink()
+    again = _run(out, "--synth-sessions", "3")
+    assert again.exit_code == 0, again.output
+    assert "corpus: redoing (no record of how it was made)" in again.output

@@ -8,6 +8,8 @@ recovery), gold labels included.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from pathlib import Path
@@ -30,7 +32,7 @@ from ctxreplay.reports.recovery import (
     recovery_price,
     with_recovery_cost,
 )
-from ctxreplay.reports.render import csv_rows, render
+from ctxreplay.reports.render import render
 from sweep_labels import write_labels
 
 FOLD = "self-gc:fold_min_tokens=50;short_tokens=10;commit_threshold=0"
@@ -362,7 +364,7 @@ def test_every_format_has_the_frontier(report, tmp_path: Path) -> None:
     folder = tmp_path / "csv"
     written = {p.name for p in report.save(folder, "csv")}
     assert {"frontier.csv", "frontier_levels.csv", "frontier.png", "no_impact.csv"} <= written
-    rows = csv_rows((folder / "frontier.csv").read_text())
+    rows = list(csv.reader(io.StringIO((folder / "frontier.csv").read_text())))
     assert rows[0] == list(POINTS_SCHEMA)
     md = tmp_path / "report.md"
     written = {p.name for p in report.save(md)}

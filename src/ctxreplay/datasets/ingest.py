@@ -16,7 +16,7 @@ from tqdm import tqdm
 from .importers import detect, get_importer, importers
 from .messages import Session
 from .rejects import Reject
-from .store import CorpusWriter, auto_buckets
+from .store import CorpusError, CorpusWriter, auto_buckets
 from .tokenizer import DEFAULT_TOKENIZER, get_tokenizer
 from .validate import MAX_MESSAGE_BYTES
 
@@ -104,7 +104,7 @@ def import_paths(
     files = expand(paths)
     missing = [f for f in files if not f.exists()]
     if missing:
-        raise FileNotFoundError(f"no such file: {missing[0]}")
+        raise CorpusError(f"no such file: {missing[0]}")
     if fmt is not None:
         importers.get(fmt)  # unknown names fail before anything is written
     total = sum(f.stat().st_size for f in files)

@@ -1,17 +1,25 @@
-"""The one-command pipeline: synthesise or import → cases → replay (→ judge → report).
+"""The one-command pipeline: synthesise or import → cases → replay → judge → report.
 
-Each stage writes into one folder and is skipped when its output is already there, so a
-re-run only does what is missing.
+Each stage writes into one folder. ``OUT/pipeline.json`` records, per stage, every input and
+option its output was made from (source files with their size and time, the synthetic seed,
+the corpus and cases fingerprints, the case options, the tariff); a re-run reuses a stage only
+when they all match, and otherwise redoes it — and every stage after it — saying what changed.
+Within the run, the engines themselves skip what is done (new policies, new judges).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..datasets.cases import cut_corpus
 from ..datasets.store import Corpus
+from ..files import atomic_write_text, file_fingerprint
 from ..judges.base import DEFAULT_JUDGE
 
 DEMO_POLICIES: tuple[str, ...] = (
@@ -51,53 +59,164 @@ class PipelineConfig:
     progress: bool = True
 
 
-def prepare_corpus(cfg: PipelineConfig) -> tuple[Corpus, str]:
-    path = cfg.out / "corpus"
-    if (path / "manifest.json").exists():
-        return Corpus(path), f"corpus: reusing {path}"
-    if cfg.sources:
-        from ..datasets.ingest import import_paths
-
-        summary = import_paths(cfg.sources, path, progress=cfg.progress)
-        return Corpus(path), summary.render()
-    from ..datasets.synth import generate
-
-    summary = generate(path, sessions=cfg.synth_sessions, seed=cfg.seed, progress=cfg.progress)
-    return Corpus(path), summary.render()
+STATE = "pipeline.json"
 
 
-def prepare_cases(cfg: PipelineConfig, corpus: Corpus) -> tuple[Path, str]:
-    path = cfg.out / "cases.parquet"
-    if path.exists():
-        return path, f"cases: reusing {path}"
-    frame, path = cut_corpus(
-        corpus,
-        path,
-        triggers=cfg.triggers,
-        window=cfg.window,
-        horizon=cfg.horizon,
-        suite=cfg.suite,
-        sample=cfg.sample,
-        seed=cfg.seed,
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the pipeline: its output and everything that decides what it holds."""
+
+    name: str
+    output: Path
+    inputs: dict[str, Any]
+
+    def changes(self, recorded: dict[str, Any] | None) -> list[str]:
+        """What differs from the inputs recorded when the output was made ([] = the same)."""
+        if not self.output.exists():
+            return ["not made yet"]
+        if recorded is None:
+            return ["no record of how it was made"]
+        return [
+            f"{key} {_short(recorded.get(key))} → {_short(value)}"
+            for key, value in self.inputs.items()
+            if recorded.get(key) != value
+        ]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _files_state(sources: Sequence[str]) -> list[list[Any]]:
+    """Each source file with its size and modification time: a changed or added file is a
+    changed input (content hashing a large corpus on every run would cost more than the import
+    check is worth)."""
+    from ..datasets.ingest import expand
+
+    out: list[list[Any]] = []
+    for f in expand(sources):
+        st = f.stat() if f.exists() else None
+        out.append([str(f.resolve()), st.st_size if st else None, st.st_mtime_ns if st else None])
+    return out
+
+
+class Pipeline:
+    """The stages of one output folder, reused only when their recorded inputs match."""
+
+    def __init__(self, cfg: PipelineConfig, echo: Callable[[str], Any]) -> None:
+        self.cfg = cfg
+        self.echo = echo
+        self.path = cfg.out / STATE
+        self.state: dict[str, Any] = {}
+        if self.path.is_file():
+            try:
+                self.state = json.loads(self.path.read_text())
+            except ValueError:
+                self.state = {}
+
+    def fresh(self, stage: Stage, *after: Path) -> bool:
+        """True when ``stage``'s output can be reused; otherwise its output and everything made
+        from it (``after``) are removed, and the reason is said."""
+        changed = stage.changes(self.state.get(stage.name))
+        if not changed:
+            self.echo(f"{stage.name}: reusing {stage.output} (same inputs)")
+            return True
+        if changed != ["not made yet"]:
+            self.echo(f"{stage.name}: redoing ({'; '.join(changed)})")
+        for path in (stage.output, *after):
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+        self.state.pop(stage.name, None)
+        self._save()
+        return False
+
+    def done(self, stage: Stage) -> None:
+        self.state[stage.name] = stage.inputs
+        self._save()
+
+    def _save(self) -> None:
+        atomic_write_text(self.path, json.dumps(self.state, indent=2, sort_keys=True) + "\n")
+
+
+def corpus_stage(cfg: PipelineConfig) -> Stage:
+    inputs: dict[str, Any] = (
+        {"sources": _files_state(cfg.sources)}
+        if cfg.sources
+        else {"synth_sessions": cfg.synth_sessions, "seed": cfg.seed}
     )
-    return path, f"cases: {frame.height} from {frame['session_id'].n_unique()} sessions → {path}"
+    return Stage("corpus", cfg.out / "corpus", inputs)
 
 
-def run_pipeline(cfg: PipelineConfig, echo=print) -> Path:
-    """Run every stage that is not done yet; returns the run folder."""
+def cases_stage(cfg: PipelineConfig, corpus: Corpus) -> Stage:
+    inputs = {
+        "corpus": corpus.fingerprint(),
+        "triggers": list(cfg.triggers),
+        "window": cfg.window,
+        "horizon": cfg.horizon,
+        "suite": cfg.suite,
+        "sample": cfg.sample,
+        "seed": cfg.seed,
+    }
+    return Stage("cases", cfg.out / "cases.parquet", inputs)
+
+
+def replay_stage(cfg: PipelineConfig, corpus: Corpus, cases: Path) -> Stage:
+    """What every replayed chunk depends on besides its policy (policies added later are
+    replayed into the same run; the engine skips what it has)."""
+    inputs = {
+        "corpus": corpus.fingerprint(),
+        "cases": file_fingerprint(cases),
+        "tariff": cfg.tariff,
+        "tariffs": file_fingerprint(cfg.tariffs_path) if cfg.tariffs_path else None,
+    }
+    return Stage("replay", cfg.out / "run", inputs)
+
+
+def run_pipeline(cfg: PipelineConfig, echo: Callable[[str], Any] = print) -> Path:
+    """Run every stage whose output is missing or was made from other inputs; returns the run
+    folder. A stage made from other inputs is redone, and so is every stage after it."""
+    from ..datasets.ingest import import_paths
+    from ..datasets.synth import generate
     from ..reports import build_report
     from .judge import run_judge
     from .replay import run_replay
 
     os.makedirs(cfg.out, exist_ok=True)
-    corpus, said = prepare_corpus(cfg)
-    echo(said)
-    cases, said = prepare_cases(cfg, corpus)
-    echo(said)
-    run = cfg.out / "run"
+    pipeline = Pipeline(cfg, echo)
+    cases_path, run = cfg.out / "cases.parquet", cfg.out / "run"
+    stage = corpus_stage(cfg)
+    if not pipeline.fresh(stage, cases_path, run):
+        if cfg.sources:
+            made = import_paths(cfg.sources, stage.output, progress=cfg.progress)
+        else:
+            made = generate(
+                stage.output, sessions=cfg.synth_sessions, seed=cfg.seed, progress=cfg.progress
+            )
+        echo(made.render())
+        pipeline.done(stage)
+    corpus = Corpus(stage.output)
+    stage = cases_stage(cfg, corpus)
+    if not pipeline.fresh(stage, run):
+        frame, _ = cut_corpus(
+            corpus,
+            cases_path,
+            triggers=cfg.triggers,
+            window=cfg.window,
+            horizon=cfg.horizon,
+            suite=cfg.suite,
+            sample=cfg.sample,
+            seed=cfg.seed,
+        )
+        echo(f"cases: {frame.height} from {frame['session_id'].n_unique()} sessions → {cases_path}")
+        pipeline.done(stage)
+    stage = replay_stage(cfg, corpus, cases_path)
+    pipeline.fresh(stage)
     summary = run_replay(
         corpus.path,
-        cases,
+        cases_path,
         cfg.policies,
         run,
         workers=cfg.workers,
@@ -106,6 +225,7 @@ def run_pipeline(cfg: PipelineConfig, echo=print) -> Path:
         progress=cfg.progress,
         seed=cfg.seed,
     )
+    pipeline.done(stage)
     echo(summary.render())
     judged = run_judge(
         run,

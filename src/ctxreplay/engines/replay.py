@@ -34,6 +34,7 @@ from ..datasets.rows import part_to_row
 from ..datasets.store import Corpus, created_at
 from ..datasets.tokenizer import get_tokenizer
 from ..files import atomic_write_table, file_fingerprint
+from ..llm.endpoint import EndpointParams, in_run
 from ..policies.base import Policy, make_policy, rebuild_policy
 from ..policies.budget import editable_tokens
 from ..replay.context import PrefixContext
@@ -309,6 +310,10 @@ def run_chunk(
     corpus = Corpus(corpus_path)
     count = cached_counter(tokenizer)
     built = [rebuild_policy(p) for p in policies]
+    # a model planner logs its calls in the run (RUN/calls/)
+    built = [
+        type(b)(in_run(b.params, out)) if isinstance(b.params, EndpointParams) else b for b in built
+    ]
     sidecar = SidecarStore(Path(out) / "sidecar")
     sessions = dict(corpus.iter_sessions(chunk.sessions))
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {
@@ -496,7 +501,7 @@ def _manifest(
         path.write_text(json.dumps(fresh, indent=2, sort_keys=True) + "\n")
         return fresh
     old = json.loads(path.read_text())
-    for key in ("corpus_fingerprint", "cases_fingerprint", "chunk_size"):
+    for key in ("corpus_fingerprint", "cases_fingerprint", "chunk_size", "tariff"):
         if old.get(key) != fresh[key]:
             raise RunError(
                 f"{run} was made from a different {key.replace('_', ' ')} "

@@ -8,9 +8,7 @@ HTML carries both plus the trade-off plot as an embedded PNG, so the file opens 
 from __future__ import annotations
 
 import base64
-import csv
 import html
-import io
 import json
 import math
 import os
@@ -586,8 +584,3 @@ def save(report: Report, path: str | os.PathLike[str], fmt: str | None = None) -
         return [out, png]
     out.write_text(render(report, fmt))
     return [out]
-
-
-def csv_rows(text: str) -> list[list[str]]:
-    """Parse one CSV table as written by ``table_csv`` (for tests and tools)."""
-    return list(csv.reader(io.StringIO(text)))

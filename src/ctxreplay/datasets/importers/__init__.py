@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
 from pathlib import Path
 
 from .base import SNIFF_BYTES, Importer, Record, importers
-
-#: built-in formats, in the order detection prefers them when two are equally sure
-BUILTIN = (
-    "tau2_bench",
-    "tau_bench",
-    "swe_agent",
-    "openhands",
-    "otel_genai",
-    "anthropic_messages",
-    "openai_chat",
-)
-
-for _module in BUILTIN:
-    import_module(f"{__name__}.{_module}")
 
 
 def detect(path: Path) -> str | None:

@@ -101,7 +101,19 @@ class Importer:
         )
 
 
-importers: Registry[type[Importer]] = Registry("importer", "ctxreplay.importers")
+#: modules of the built-in formats, imported on the first lookup (like policies and judges)
+BUILTIN = (
+    "tau2_bench",
+    "tau_bench",
+    "swe_agent",
+    "openhands",
+    "otel_genai",
+    "anthropic_messages",
+    "openai_chat",
+)
+importers: Registry[type[Importer]] = Registry(
+    "importer", "ctxreplay.importers", tuple(f"ctxreplay.datasets.importers.{m}" for m in BUILTIN)
+)
 
 
 # --- reading JSON tolerantly ---------------------------------------------------------------

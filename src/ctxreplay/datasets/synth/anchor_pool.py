@@ -52,13 +52,6 @@ class AnchorPool:
                 return s
         raise RuntimeError("anchor space exhausted")
 
-    def claim(self, s: str) -> bool:
-        """Mark ``s`` as used; False when it already was."""
-        if s in self.used:
-            return False
-        self.used.add(s)
-        return True
-
     # --- raw material ---------------------------------------------------------------------
     def _hex(self, n: int) -> str:
         return "".join(self.rng.choice(HEX) for _ in range(n))

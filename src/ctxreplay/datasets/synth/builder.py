@@ -156,9 +156,6 @@ class SessionBuilder:
         return min(n, cap) if cap is not None else n
 
     # --- appending ----------------------------------------------------------------------
-    @property
-    def next_seq(self) -> int:
-        return len(self.messages)
 
     def _stamp(self, seconds: tuple[int, int]) -> str:
         self._clock += timedelta(seconds=self.rng.randint(*seconds))

@@ -84,11 +84,6 @@ def long_date(rng: random.Random, year: int = 2024) -> str:
     return f"{rng.randint(1, 28)} {rng.choice(MONTHS)} {year}"
 
 
-def money(rng: random.Random, lo: float, hi: float) -> str:
-    """A plain amount with thousands separators and cents, e.g. ``48,213.55``."""
-    return f"{rng.uniform(lo, hi):,.2f}"
-
-
 def sentence_case(text: str) -> str:
     return text[:1].upper() + text[1:]
 
@@ -158,9 +153,6 @@ class Prose:
             last = idx
             out.append(sentence)
         return out
-
-    def paragraph(self, templates: Sequence[str], lo: int = 3, hi: int = 6) -> str:
-        return " ".join(self.sentences(templates, self.rng.randint(lo, hi)))
 
 
 def wrap(text: str, width: int = 96) -> list[str]:
