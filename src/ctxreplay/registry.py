@@ -4,19 +4,39 @@ Plugins register by name with a decorator; third-party packages add theirs throu
 entry-point groups ``ctxreplay.importers``, ``ctxreplay.policies`` and ``ctxreplay.judges``
 (loaded lazily, on the first lookup). Parameters are frozen dataclasses, so a run manifest can
 store ``name + params`` and rebuild the plugin from them.
+
+Every plugin declares its parameters one way: a ``Params`` frozen dataclass nested in the plugin
+class, each field made by :func:`param` with its default, a one-line meaning and its range::
+
+    @policy("tool-prune")
+    class ToolPrune(Policy):
+        @dataclass(frozen=True)
+        class Params(BudgetParams):
+            keep: int = param(3, "most recent tool uses whose results stay", ge=0)
+
+:func:`check_params` enforces the ranges (and ``Literal`` choices) whenever a plugin is built —
+``Plugin.__init__`` runs it, so ``Registry.create``, ``Registry.rebuild`` and direct construction
+all refuse ``keep=-1`` with a :class:`~ctxreplay.errors.ParameterError` naming the plugin, the
+parameter, the range and the value. :func:`describe_params` gives each parameter's type, default,
+range and meaning (``ctxreplay policies``, ``ctxreplay judges``). A field declared without
+:func:`param` (the model-endpoint parameters, a third party's plain dataclass) simply has no
+meaning and no range.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import math
+import re
 import types
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from importlib.metadata import entry_points
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from .errors import CtxreplayError, ParameterError
 
@@ -97,24 +117,37 @@ class Registry(Generic[T]):
         try:
             return cls(parse_params(cls.Params, raw))
         except (ValueError, TypeError) as e:
-            raise ParameterError(f"{self.kind} {name}: {e}") from None
+            raise self._named(name, e) from None
 
     def rebuild(self, described: dict[str, Any]) -> Any:
-        """The inverse of ``Plugin.describe()``: a manifest entry back into an instance."""
-        cls: Any = self.get(described["name"])
+        """The inverse of ``Plugin.describe()``: a manifest entry back into an instance (its
+        values checked against the declared ranges, as ``create`` checks them)."""
+        name = described["name"]
+        cls: Any = self.get(name)
         fields = {f.name for f in dataclasses.fields(cls.Params)}
         values = {
             k: tuple(v) if isinstance(v, list) else v
             for k, v in described.get("params", {}).items()
             if k in fields
         }
-        return cls(cls.Params(**values))
+        try:
+            return cls(cls.Params(**values))
+        except (ValueError, TypeError) as e:
+            raise self._named(name, e) from None
+
+    def _named(self, name: str, e: Exception) -> ParameterError:
+        """``e`` as a ParameterError that names the plugin (once: ``Plugin.__init__`` may have)."""
+        prefix = f"{self.kind} {name}: "
+        text = str(e)
+        return ParameterError(text if text.startswith(prefix) else prefix + text)
 
 
 class Plugin:
     """What policies and judges share: a name, typed parameters, a label and a description."""
 
     name: ClassVar[str] = ""
+    #: what the plugin is, in messages ("policy", "judge")
+    kind: ClassVar[str] = "plugin"
     Params: ClassVar[type] = NoParams
     #: parameters that say how a plugin runs (its model endpoint, its cache), not what it
     #: decides: left out of the label, so results survive a new URL or cache folder
@@ -122,6 +155,10 @@ class Plugin:
 
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()
+        try:
+            check_params(self.params)
+        except ParameterError as e:
+            raise ParameterError(f"{self.kind} {self.name}: {e}") from None
 
     @property
     def label(self) -> str:
@@ -132,6 +169,161 @@ class Plugin:
 
 
 # --- typed parameters -------------------------------------------------------------------------
+
+#: ``dataclasses.field`` metadata keys that :func:`param` sets
+HELP, RANGE = "help", "range"
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a parameter accepts: numeric bounds, or a set of choices."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    choices: tuple[Any, ...] | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.ge, self.gt, self.le, self.choices))
+
+    def __str__(self) -> str:
+        """``>= 0``, ``> 0``, ``[0, 1]``, ``(0, 1]``, ``<= 1``, ``prune | fold``; empty: any."""
+        if self.choices is not None:
+            return " | ".join(map(str, self.choices))
+        low = self.ge if self.ge is not None else self.gt
+        if low is not None and self.le is not None:
+            return f"{'[' if self.ge is not None else '('}{_num(low)}, {_num(self.le)}]"
+        if low is not None:
+            return f"{'>=' if self.ge is not None else '>'} {_num(low)}"
+        if self.le is not None:
+            return f"<= {_num(self.le)}"
+        return ""
+
+    def problem(self, value: Any, whole: bool = False) -> str | None:
+        """Why ``value`` is out of this range (``whole``: the type is ``int``), or None."""
+        if self.choices is not None:
+            return None if value in self.choices else f"must be one of {self}"
+        if not self:
+            return None
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or (whole and not isinstance(value, int)):
+            return f"must be a {'whole ' if whole else ''}number {self}"
+        ok = (
+            not math.isnan(value)
+            and (self.ge is None or value >= self.ge)
+            and (self.gt is None or value > self.gt)
+            and (self.le is None or value <= self.le)
+        )
+        if ok:
+            return None
+        return (
+            f"must be in {self}"
+            if self.le is not None and self.choices is None
+            else (f"must be {self}")
+        )
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def param(
+    default: Any = dataclasses.MISSING,
+    help: str = "",
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    choices: Sequence[Any] | None = None,
+    default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
+) -> Any:
+    """A plugin parameter: ``name: type = param(default, "one-line meaning", ge=0)``.
+
+    ``ge``/``gt``/``le`` bound a number (``None``, for an optional parameter, is always
+    accepted); ``choices`` lists the accepted values (a ``Literal`` type gives them by itself).
+    Returns a ``dataclasses.field`` with the meaning and range in its metadata, so defaults,
+    labels and manifests are those of a plain default."""
+    metadata = {
+        HELP: help,
+        RANGE: Range(ge, gt, le, tuple(choices) if choices is not None else None),
+    }
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+class ParamInfo(NamedTuple):
+    """One parameter as ``ctxreplay policies`` shows it."""
+
+    name: str
+    type: str  # as written: int, float, str, int | None, tuple[str, ...]
+    default: Any
+    help: str  # the one-line meaning ("" when not declared with ``param``)
+    range: str  # ">= 0", "[0, 1]", "prune | fold" ("" when any value of the type goes)
+
+    def line(self) -> str:
+        """``name (type, default D, range R): meaning``."""
+        shown = [self.type, f"default {self.default!r}"]
+        if self.range:
+            shown.append(f"range {self.range}")
+        return f"{self.name} ({', '.join(shown)})" + (f": {self.help}" if self.help else "")
+
+
+@functools.cache
+def _hints(params_type: type[Any]) -> dict[str, Any]:
+    return typing.get_type_hints(params_type)
+
+
+def _range_of(f: dataclasses.Field[Any], tp: Any) -> Range:
+    declared = f.metadata.get(RANGE)
+    if declared:
+        return declared  # type: ignore[no-any-return]
+    if typing.get_origin(tp) is typing.Literal:
+        return Range(choices=typing.get_args(tp))
+    return Range()
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is typing.Literal:
+        return " | ".join(sorted({type(a).__name__ for a in typing.get_args(tp)}))
+    if isinstance(tp, type) and not typing.get_args(tp):
+        return tp.__name__
+    return str(tp).replace("typing.", "")
+
+
+def _allows_none(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in (
+        typing.get_args(tp)
+    )
+
+
+def _is_int(tp: Any) -> bool:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return all(a in (int, type(None)) for a in typing.get_args(tp))
+    return tp is int
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
+
+
+def check_params(params: Any) -> None:
+    """Raise :class:`ParameterError` for the first parameter outside its declared range (or its
+    ``Literal`` choices): ``keep must be >= 0; got -1``."""
+    hints = _hints(type(params))
+    for f in dataclasses.fields(params):
+        tp = hints.get(f.name)
+        allowed = _range_of(f, tp)
+        value = getattr(params, f.name)
+        if not allowed or (value is None and _allows_none(tp)):
+            continue
+        problem = allowed.problem(value, whole=_is_int(tp))
+        if problem:
+            raise ParameterError(f"{f.name} {problem}; got {value!r}")
 
 
 def _coerce(raw: str, tp: Any, field_name: str) -> Any:
@@ -177,7 +369,9 @@ def parse_params(params_type: type[Any], values: dict[str, str]) -> Any:
             known = ", ".join(fields) or "none"
             raise ParameterError(f"unknown parameter {key!r}; parameters: {known}")
         kwargs[name] = _coerce(raw, hints[name], name)
-    return params_type(**kwargs)
+    params = params_type(**kwargs)
+    check_params(params)
+    return params
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -207,7 +401,7 @@ def params_label(name: str, params: Any, ignore: frozenset[str] = frozenset()) -
         default = (
             f.default
             if f.default is not dataclasses.MISSING
-            else f.default_factory()  # type: ignore[misc]
+            else f.default_factory()
             if f.default_factory is not dataclasses.MISSING
             else dataclasses.MISSING
         )
@@ -217,12 +411,65 @@ def params_label(name: str, params: Any, ignore: frozenset[str] = frozenset()) -
     return f"{name}:{','.join(changed)}" if changed else name
 
 
-def describe_params(params_type: type[Any]) -> list[tuple[str, str, Any]]:
-    """(name, type, default) of each parameter, for ``ctxreplay policies`` and friends."""
-    hints = typing.get_type_hints(params_type)
-    rows = []
-    for f in dataclasses.fields(params_type):
-        default = f.default if f.default is not dataclasses.MISSING else None
-        tp = hints[f.name]
-        rows.append((f.name, getattr(tp, "__name__", str(tp)).replace("typing.", ""), default))
-    return rows
+def describe_params(params_type: type[Any]) -> list[ParamInfo]:
+    """Name, type, default, range and meaning of each parameter, for ``ctxreplay policies``,
+    ``ctxreplay judges`` and grid checks."""
+    hints = _hints(params_type)
+    return [
+        ParamInfo(
+            f.name,
+            _type_name(hints[f.name]),
+            _default(f),
+            str(f.metadata.get(HELP, "")),
+            str(_range_of(f, hints[f.name])),
+        )
+        for f in dataclasses.fields(params_type)
+    ]
+
+
+# --- one-line descriptions ----------------------------------------------------------------------
+
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`]*)`")  # :func:`x`, :py:class:`~a.B`
+_LITERAL = re.compile(r"``([^`]*)``|`([^`]*)`")
+_EMPHASIS = re.compile(r"\*\*([^*]+)\*\*|\*([^*\s][^*]*)\*")
+_ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "etc.", "vs.", "cf.")
+
+
+def plain_text(rst: str) -> str:
+    """RST markup as plain text: ``x`` and :func:`y` → x and y (``~a.b.C`` → C)."""
+
+    def role(m: re.Match[str]) -> str:
+        target = m.group(1)
+        return target.rsplit(".", 1)[-1] if m.group(0).split("`")[1].startswith("~") else target
+
+    text = _ROLE.sub(role, rst)
+    text = _LITERAL.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+    return _EMPHASIS.sub(lambda m: m.group(1) or m.group(2), text)
+
+
+def first_sentence(doc: str | None) -> str:
+    """The first sentence of a docstring, whole, on one line and in plain text: it ends at a
+    full stop outside brackets that ends the first paragraph or is followed by a capital."""
+    paragraph = " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+    text = plain_text(paragraph)
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch in ".!?" and depth == 0:
+            rest = text[i + 1 :]
+            if rest and not (rest[0] == " " and rest[1:2].isupper()):
+                continue
+            if text[: i + 1].endswith(_ABBREVIATIONS):
+                continue
+            return text[: i + 1]
+    return text
+
+
+def plugin_lines(name: str, cls: Any) -> list[str]:
+    """``name: first sentence`` and one indented line per parameter (``ParamInfo.line``)."""
+    return [f"{name}: {first_sentence(cls.__doc__)}"] + [
+        f"    {info.line()}" for info in describe_params(cls.Params)
+    ]

@@ -185,8 +185,9 @@ def cases_cmd(
         click.echo(
             "  by trigger: " + ", ".join(f"{t} {n}" for t, n in kinds.sort("trigger").iter_rows())
         )
+        tokens, share = frame["prefix_tokens"], frame["tool_share"]
         click.echo(
-            f"  prefix tokens: median {int(frame['prefix_tokens'].median() or 0):,}, "
-            f"max {int(frame['prefix_tokens'].max() or 0):,}; "
-            f"tool share: mean {float(frame['tool_share'].mean() or 0):.2f}"
+            f"  prefix tokens: median {int(tokens.median() or 0):,}, "  # type: ignore[arg-type]
+            f"max {int(tokens.max() or 0):,}; "  # type: ignore[arg-type]
+            f"tool share: mean {float(share.mean() or 0):.2f}"  # type: ignore[arg-type]
         )

@@ -41,12 +41,13 @@ def judge_cmd(
     """Give every (case, policy) of a run a verdict; re-runs judge only what is missing."""
     from ..engines.judge import run_judge
 
-    overrides = {
+    endpoint = {
         "base_url": base_url,
         "model": model,
         "api_key_env": api_key_env,
         "concurrency": concurrency,
     }
+    overrides = {k: v for k, v in endpoint.items() if v is not None}
     summary = run_judge(
         run,
         judge,

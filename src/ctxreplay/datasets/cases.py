@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from ..errors import CtxreplayError
 from ..schema import CASES
-from .store import Corpus
+from .store import Corpus, frame_of
 
 
 class CaseError(CtxreplayError, ValueError):
@@ -401,8 +401,7 @@ def build_cases(
                     future_end=ends.get(index),
                 )
             )
-    frame = pl.from_arrow(pa.Table.from_pylist(rows, schema=CASES)).sort(["session_id", "cut"])
-    assert isinstance(frame, pl.DataFrame)
+    frame = frame_of(pa.Table.from_pylist(rows, schema=CASES)).sort(["session_id", "cut"])
     if suite:
         frame = select_suite(frame, suite)
     if sample is not None and sample < frame.height:

@@ -119,18 +119,19 @@ def import_paths(
         name, items = read_file(path, fmt, max_message_bytes)
         per_file: Counter[str] = Counter()
         for item in items:
-            if isinstance(item, Session):
-                item = _accept(item, writer)
-            if isinstance(item, Reject):
-                item.source_format = item.source_format or name
-                writer.add_reject(item)
-                summary.rejected[item.reason] += 1
+            accepted = _accept(item, writer) if isinstance(item, Session) else item
+            if isinstance(accepted, Reject):
+                accepted.source_format = accepted.source_format or name
+                writer.add_reject(accepted)
+                summary.rejected[accepted.reason] += 1
                 per_file["rejects"] += 1
                 if len(summary.examples) < 5:
-                    summary.examples.append(f"{item.where()}: {item.reason}: {item.detail[:160]}")
+                    summary.examples.append(
+                        f"{accepted.where()}: {accepted.reason}: {accepted.detail[:160]}"
+                    )
             else:
                 per_file["sessions"] += 1
-                per_file["messages"] += item
+                per_file["messages"] += accepted
         sources.append(
             {
                 "path": str(path),

@@ -185,3 +185,9 @@ def arguments_object(part: Part) -> Any:
         return json.loads(part.arguments)
     except ValueError:
         return part.arguments
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one: for optional nested objects of
+    trace records, which may be missing, null or of another type."""
+    return value if isinstance(value, dict) else {}

@@ -286,6 +286,13 @@ def read_manifest(
     return doc
 
 
+def frame_of(table: pa.Table) -> pl.DataFrame:
+    """An Arrow table as a polars frame (``pl.from_arrow`` is typed to maybe give a Series)."""
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
 class Corpus:
     """A corpus folder, read lazily."""
 
@@ -320,13 +327,13 @@ class Corpus:
         return dataset.to_table(columns=columns, filter=filter)
 
     def sessions(self) -> pl.DataFrame:
-        return pl.from_arrow(self.table("sessions")).sort("session_id")  # type: ignore[return-value]
+        return frame_of(self.table("sessions")).sort("session_id")
 
     def messages(
         self, session_ids: Sequence[str] | None = None, columns: list[str] | None = None
     ) -> pl.DataFrame:
         flt = ds.field("session_id").isin(list(session_ids)) if session_ids is not None else None
-        return pl.from_arrow(self.table("messages", columns, flt)).sort(["session_id", "seq"])  # type: ignore[return-value]
+        return frame_of(self.table("messages", columns, flt)).sort(["session_id", "seq"])
 
     def rejects(self) -> pl.DataFrame:
         return pl.from_arrow(self.table("rejects"))  # type: ignore[return-value]

@@ -203,7 +203,9 @@ def parse_deps_against(against: str) -> str | None:
     if rest.startswith("path="):
         rest = rest[len("path=") :]
     if not rest:
-        raise CalibrationError("--against deps:PATH needs the labels folder (or dependencies.jsonl)")
+        raise CalibrationError(
+            "--against deps:PATH needs the labels folder (or dependencies.jsonl)"
+        )
     return rest
 
 

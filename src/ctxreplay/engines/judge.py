@@ -30,6 +30,7 @@ from ..datasets.tokenizer import get_tokenizer
 from ..errors import CtxreplayError
 from ..files import atomic_write_table, atomic_write_text
 from ..judges.base import DEFAULT_JUDGE, Archived, Judge, JudgeInput, Verdict, judges, make_judge
+from ..llm.endpoint import EndpointParams, in_run
 from ..replay.objects import build_index
 from ..runs import Run, SidecarStore, read_verdicts, slug
 from ..schema import VERDICTS
@@ -269,11 +270,15 @@ def run_judge(
     started = time.perf_counter()
     run = Run(run_path)
     judge = make_judge(spec, **(overrides or {}))
-    if getattr(judge.params, "cache_dir", None) == "auto":
-        # a run keeps its own response cache: a killed run resumes from it without paying twice
+    if isinstance(judge.params, EndpointParams):
+        # a model judge logs its calls in the run (RUN/calls/) and, with cache_dir=auto, keeps
+        # its own response cache there: a killed run resumes from it without paying twice
         from dataclasses import replace
 
-        judge = type(judge)(replace(judge.params, cache_dir=str(run.path / "llm-cache")))
+        params = in_run(judge.params, run.path)
+        if params.cache_dir == "auto":
+            params = replace(params, cache_dir=str(run.path / "llm-cache"))
+        judge = type(judge)(params)
     summary = JudgeSummary(judge.label)
     works, summary.skipped = plan_work(run, judge.label, policies, limit)
     folder = run.path / "verdicts" / slug(judge.label)
@@ -326,7 +331,7 @@ def write_batch(
     def requests() -> Iterator[tuple[str, dict[str, Any]]]:
         for items in session_inputs(run.corpus, sidecar, works):
             for item in items:
-                yield judge.request_for(item)  # type: ignore[attr-defined]
+                yield judge.request_for(item)
 
     return write_batch_input(requests(), out)
 

@@ -190,12 +190,12 @@ def run_pipeline(cfg: PipelineConfig, echo: Callable[[str], Any] = print) -> Pat
     stage = corpus_stage(cfg)
     if not pipeline.fresh(stage, cases_path, run):
         if cfg.sources:
-            made = import_paths(cfg.sources, stage.output, progress=cfg.progress)
+            echo(import_paths(cfg.sources, stage.output, progress=cfg.progress).render())
         else:
-            made = generate(
+            synth = generate(
                 stage.output, sessions=cfg.synth_sessions, seed=cfg.seed, progress=cfg.progress
             )
-        echo(made.render())
+            echo(synth.render())
         pipeline.done(stage)
     corpus = Corpus(stage.output)
     stage = cases_stage(cfg, corpus)

@@ -29,7 +29,7 @@ import polars as pl
 from tqdm import tqdm
 
 from ..datasets.cases import read_cases
-from ..datasets.messages import Message
+from ..datasets.messages import Message, as_dict
 from ..datasets.rows import part_to_row
 from ..datasets.store import Corpus, created_at
 from ..datasets.tokenizer import get_tokenizer
@@ -153,7 +153,7 @@ def outcome_rows(
         ctx.messages, view.messages, first_edit, future, tariff, float(planner.get("usd") or 0.0)
     )
     editable = editable_tokens(ctx)
-    budget = planner.get("budget") if isinstance(planner.get("budget"), dict) else {}
+    budget = as_dict(planner.get("budget"))
     figures = {
         "policy": outcome.policy,
         "policy_name": name,
@@ -192,7 +192,7 @@ def outcome_rows(
         "n_archives": len(view.archives),
         **cost.as_row(),
     }
-    proposed = {}
+    proposed: dict[str, Any] = {}
     for e in outcome.plan.edits:
         proposed.setdefault(e.object_id, e)
     dropped = {d.edit.object_id: d.reason for d in rehearsal.dropped}
@@ -465,7 +465,7 @@ def _finish_summary(run: Path, per_policy: dict[str, PolicySummary]) -> None:
             continue
         frame = pl.read_parquet(folder / "*.parquet")
         s.cases = frame.height
-        s.pruning = float(frame["pruning_rate"].mean() or 0.0)
+        s.pruning = float(frame["pruning_rate"].mean() or 0.0)  # type: ignore[arg-type]
         s.committed = int(frame["committed"].sum())
         s.dropped = int(frame["n_dropped"].sum())
         s.failures = int(frame["planner_failure"].is_not_null().sum())

@@ -151,7 +151,8 @@ def availability(
     from ..replay.sidecar import payload_messages
 
     view_text = "\n".join(text_of(m.parts) for m in item.view)
-    visible, hidden = [], []
+    visible: list[Any] = []
+    hidden: list[Any] = []
     for a in item.archives:
         body = "\n".join(text_of(parts) for _, _, parts in payload_messages(a.payload))
         routed = a.pointer_visible and a.ref[: len("sha256:") + 16] in view_text

@@ -346,7 +346,7 @@ def export_verdicts(
     with atomic_path(path) as tmp:
         _write_export(to, tmp, r, records)
     span, trace, session = _key_counts(records)
-    label = str(records["judge"][0]) if records.height else judge
+    label = str(records["judge"][0]) if records.height else (judge or "")
     return ExportSummary(path, to, label, records.height, span, trace, session)
 
 

@@ -409,7 +409,7 @@ def collapse_levels(levels: pl.DataFrame) -> list[dict[str, Any]]:
             merged[-1][0].append(lv[0])
         else:
             merged.append((list(lv), rows))
-    out = []
+    out: list[dict[str, Any]] = []
     for lv, rows in merged:
         shown = f"≥ {lv[0]:g}%" if len(lv) == 1 else f"≥ {lv[0]:g}…{lv[-1]:g}%"
         out.extend({**r, "_levels": shown} for r in rows)

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..messages import PART_TYPES, ROLES, Message, Part, Session, usage_from
+from ..messages import PART_TYPES, ROLES, Message, Part, Session, as_dict, usage_from
 from ..rejects import RecordError, Reject
 from .base import (
     SNIFF_BYTES,
@@ -56,7 +56,7 @@ def messages_from_openai(items: Any, json_path: str) -> list[Message]:
             raise RecordError(
                 "unknown_role", f"role {role!r} is not an OpenAI chat role", f"{where}.role"
             )
-        ext = raw.get(EXT) if isinstance(raw.get(EXT), dict) else {}
+        ext = as_dict(raw.get(EXT))
         parts = content_parts(raw.get("content"), f"{where}.content")
         if isinstance(raw.get("refusal"), str) and raw["refusal"]:
             parts.append(Part.text(raw["refusal"]))
@@ -197,7 +197,7 @@ class OpenAIChatImporter(Importer):
         expect(value, dict, "$", "record")
         items = require(value, "messages", "$")
         sid = value.get("source_session_id") or value.get("session_id") or value.get("id")
-        meta = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
+        meta = as_dict(value.get("metadata"))
         session = self._session(path, record, items, "$.messages", meta, sid)
         if "source_format" in value and isinstance(value.get("session_id"), str):
             session.session_id = value["session_id"]  # a ctxreplay export keeps its ids

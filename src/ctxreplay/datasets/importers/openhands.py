@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..messages import Message, Part, Session, Usage, usage_from
+from ..messages import Message, Part, Session, Usage, as_dict, usage_from
 from ..rejects import Reject
 from .base import (
     Importer,
@@ -76,7 +76,7 @@ class OpenHandsImporter(Importer):
             expect(require(value, "instance_id", "$"), (str, int), "$.instance_id", "instance_id")
         )
         history = expect(require(value, "history", "$"), list, "$.history", "history")
-        metrics = value.get("metrics") if isinstance(value.get("metrics"), dict) else {}
+        metrics = as_dict(value.get("metrics"))
         log = _EventLog(_usage_by_response(metrics))
         for i, event in enumerate(history):
             log.add(event, f"$.history[{i}]")
@@ -121,7 +121,7 @@ def _workload(value: dict[str, Any]) -> str:
 
 def _metadata(value: dict[str, Any], metrics: dict[str, Any], log: _EventLog) -> dict[str, Any]:
     run = _run_metadata(value)
-    llm = run.get("llm") if isinstance(run.get("llm"), dict) else {}
+    llm = as_dict(run.get("llm"))
     out: dict[str, Any] = {
         "instance_id": value.get("instance_id"),
         "model": llm.get("model"),  # only the model: the llm block also holds credentials
@@ -251,7 +251,7 @@ def _action_call(event: dict[str, Any], where: str) -> Part:
         name = expect(require(call, "name", cw), str, f"{cw}.name", "tool name")
         return Part.call(call_id, name, call.get("arguments", "{}"))
     # older logs: no recorded call, rebuild it from the typed action
-    action = event.get("action") if isinstance(event.get("action"), dict) else {}
+    action = as_dict(event.get("action"))
     name = expect(require(event, "tool_name", where), str, f"{where}.tool_name", "tool name")
     args = {k: v for k, v in action.items() if k != "kind"}
     return Part.call(_call_id(event, where), name, args)
@@ -300,7 +300,7 @@ def _observation_event(event: dict[str, Any], where: str) -> Message:
             break
     text = "\n".join(p.content or "" for p in body if p.type == "text")
     media = [p for p in body if p.type not in ("text", "reasoning")]
-    meta = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
+    meta = as_dict(obs.get("metadata"))
     if obs.get("kind") == "ExecuteBashObservation":
         text = f"{_str(meta.get('prefix')) or ''}{text}{_str(meta.get('suffix')) or ''}"
     error = obs.get("error")

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..messages import Message, Part, Session, Usage, dumps_arguments
+from ..messages import Message, Part, Session, Usage, as_dict, dumps_arguments
 from ..rejects import RecordError, Reject
 from .base import Importer, Record, expect, importers, iter_records, sniff_json_keys
 from .openai_chat import file_digest
@@ -285,7 +285,7 @@ def _items(value: Any, where: str) -> Iterator[tuple[dict[str, Any], str, _Attri
 
 
 def _trace_id(item: dict[str, Any]) -> str | None:
-    context = item.get("context") if isinstance(item.get("context"), dict) else {}
+    context = as_dict(item.get("context"))
     tid = _first(item.get("traceId"), item.get("trace_id"), context.get("trace_id"))
     return str(tid) if isinstance(tid, str | int) and tid != "" else None
 

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..messages import Message, Part, Session
+from ..messages import Message, Part, Session, as_dict
 from ..rejects import RecordError, Reject
 from .base import (
     Importer,
@@ -108,7 +108,7 @@ class SweAgentImporter(Importer):
             for m in history
         )
         messages = _function_calling(history) if function_calling else _textual(history, trajectory)
-        info = value.get("info") if isinstance(value.get("info"), dict) else {}
+        info = as_dict(value.get("info"))
         agents = sorted({m["agent"] for m in history if isinstance(m.get("agent"), str)})
         metadata: dict[str, Any] = {
             "style": "function_calling" if function_calling else "textual",

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..messages import Session
+from ..messages import Session, as_dict
 from ..rejects import Reject
 from .base import Importer, Record, expect, importers, require, sniff_json_keys
 from .openai_chat import file_digest, messages_from_openai
@@ -50,8 +50,8 @@ class TauBenchImporter(Importer):
         task_id = value.get("task_id")
         trial = value.get("trial")
         source_id = f"task-{task_id}/trial-{trial}"
-        info = value.get("info") if isinstance(value.get("info"), dict) else {}
-        task = info.get("task") if isinstance(info.get("task"), dict) else {}
+        info = as_dict(value.get("info"))
+        task = as_dict(info.get("task"))
         metadata: dict[str, Any] = {
             "task_id": task_id,
             "trial": trial,
