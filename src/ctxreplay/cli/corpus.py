@@ -157,7 +157,7 @@ def cases_cmd(
     seed: int,
 ) -> None:
     """Cut each session into cases (prefix + real future) at trigger points."""
-    from ..datasets.cases import cut_corpus
+    from ..datasets.cases import cut_corpus, why_no_cases
 
     skipped: list[tuple[str, int]] = []
     frame, path = cut_corpus(
@@ -174,6 +174,8 @@ def cases_cmd(
     )
     sessions = frame["session_id"].n_unique() if frame.height else 0
     click.echo(f"{frame.height} cases from {sessions} sessions → {path}")
+    if frame.height == 0 and not cuts:
+        click.echo(f"  no case: {why_no_cases(Corpus(corpus), trigger, window)}")
     if skipped:
         n = len({sid for sid, _ in skipped})
         click.echo(
@@ -182,8 +184,15 @@ def cases_cmd(
         )
     if frame.height:
         kinds = frame["trigger"].str.split("+").explode().str.replace(r":\d+$", "").value_counts()
+        shared = int(frame["trigger"].str.contains("+", literal=True).sum())
         click.echo(
-            "  by trigger: " + ", ".join(f"{t} {n}" for t, n in kinds.sort("trigger").iter_rows())
+            "  by trigger: "
+            + ", ".join(f"{t} {n}" for t, n in kinds.sort("trigger").iter_rows())
+            + (
+                f" ({shared} cases were cut by several triggers and count under each)"
+                if shared
+                else ""
+            )
         )
         tokens, share = frame["prefix_tokens"], frame["tool_share"]
         click.echo(

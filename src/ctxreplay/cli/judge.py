@@ -1,4 +1,4 @@
-"""Judge commands: judge, calibrate."""
+"""Judge commands: judges, judge, calibrate."""
 
 from __future__ import annotations
 
@@ -10,6 +10,17 @@ import click
 from .app import fail, main
 from .labels import deps_labels
 from .options import endpoint, folder, judge, option, quiet, workers
+
+
+@main.command("judges")
+def judges_cmd() -> None:
+    """List the registered judges: what each does, and each parameter's type, default, range
+    and meaning."""
+    from ..judges.base import judges
+    from ..registry import plugin_lines
+
+    for name, cls in judges.items():
+        click.echo("\n".join(plugin_lines(name, cls)))
 
 
 @main.command("judge")
@@ -80,7 +91,7 @@ def calibrate_cmd(
 
     from ..engines.calibrate import calibrate_against_deps, compare, judged_by, read_labels
     from ..engines.judge import run_judge
-    from ..runs import calibration_path, read_verdicts
+    from ..runs import Run, calibration_path, read_verdicts
 
     labels = deps_labels(against)
     if labels is not None:
@@ -93,6 +104,12 @@ def calibrate_cmd(
             click.echo(gold.render())
             click.echo(f"\nstored the strict calibration in {calibration_path(run, gold.judge)}")
         return
+    if against == "truth" and not (Run(run).corpus.path / "ground_truth").is_dir():
+        fail(
+            "this run's corpus has no planted ground truth (only synthetic corpora do); "
+            "calibrate against deps:LABELS, a labels CSV or another judge",
+            2,
+        )
     _, judged = judged_by(run, judge)
     if against.endswith(".csv"):
         reference = read_labels(against)

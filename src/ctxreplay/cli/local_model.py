@@ -11,6 +11,7 @@ import time
 import click
 
 from ..llm.local import LocalModelServer, LocalModelUnavailable
+from .options import option
 
 DEFAULT_PORT = 8089
 
@@ -21,19 +22,20 @@ def local_model() -> None:
 
 
 @local_model.command("serve")
-@click.option(
-    "--port", type=int, default=DEFAULT_PORT, show_default=True, help="0 picks a free port."
+@option("--port", type=click.IntRange(min=0), default=DEFAULT_PORT, help="0 picks a free port.")
+@option("--ctx", type=click.IntRange(min=512), default=8192, help="Context size in tokens.")
+@option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="CPU threads [default: half the cores, 1-4].",
 )
-@click.option("--ctx", "n_ctx", type=int, default=8192, show_default=True, help="Context size.")
-@click.option(
-    "--threads", type=int, default=None, help="CPU threads [default: half the cores, 1-4]."
-)
-@click.option("--parallel", type=int, default=1, show_default=True, help="Request slots.")
-@click.option("--verbose", is_flag=True, help="Show llama.cpp's log on stderr.")
-def serve(port: int, n_ctx: int, threads: int | None, parallel: int, verbose: bool) -> None:
+@option("--parallel", type=click.IntRange(min=1), default=1, help="Request slots.")
+@option("--verbose", is_flag=True, help="Show llama.cpp's log on stderr.")
+def serve(port: int, ctx: int, threads: int | None, parallel: int, verbose: bool) -> None:
     """Serve the model until Ctrl-C; prints the base URL to pass as base_url."""
     server = LocalModelServer(
-        port=port, n_ctx=n_ctx, threads=threads, parallel=parallel, verbosity=3 if verbose else 0
+        port=port, n_ctx=ctx, threads=threads, parallel=parallel, verbosity=3 if verbose else 0
     )
     try:
         server.start()

@@ -53,13 +53,19 @@ def parse_trigger(spec: str, window: int | None = None) -> Trigger:
     kind, _, value = spec.partition(":")
     try:
         if kind == "tokens":
-            return Trigger("tokens", int(value.replace("_", "")))
+            n = int(value.replace("_", ""))
+            if n < 1:
+                raise CaseError(f"tokens:N needs N >= 1 (a prefix size in tokens); got {spec!r}")
+            return Trigger("tokens", n)
         if kind == "fraction":
             if not window:
                 raise CaseError(
                     "--trigger fraction:F needs --window (the context window in tokens)"
                 )
-            return Trigger("tokens", int(float(value) * window))
+            f = float(value)
+            if not 0 < f <= 1:
+                raise CaseError(f"fraction:F needs 0 < F <= 1 (a share of --window); got {spec!r}")
+            return Trigger("tokens", max(1, int(f * window)))
         if kind in ("user-turns", "user-turn"):
             return Trigger("user-turns")
         if kind == "every":
@@ -483,6 +489,9 @@ def cut_corpus(
     """``ctxreplay cases`` as a function: options as the CLI spells them, the cases written with a
     record of how they were made (what a run's manifest later fingerprints). ``skipped`` collects
     the labelled cuts of sessions this corpus lacks."""
+    suffix = Path(out).suffix
+    if suffix and suffix != ".parquet":
+        raise CaseError(f"cases are written as Parquet: name the file *.parquet, not {out}")
     missed: list[tuple[str, int]] = []
     frame = build_cases(
         corpus,
@@ -509,3 +518,24 @@ def cut_corpus(
         "seed": seed,
     }
     return frame, write_cases(frame, out, meta)
+
+
+def why_no_cases(corpus: Corpus, triggers: Sequence[str], window: int | None = None) -> str:
+    """One line on why ``triggers`` cut no case of ``corpus`` (for a summary that would else
+    just say 0): the largest session against the smallest token trigger, or no sessions."""
+    sessions = corpus.sessions()
+    if sessions.height == 0:
+        return "the corpus has no sessions"
+    largest = int(sessions["tokens"].max() or 0)  # type: ignore[arg-type]
+    token_triggers = [t for t in (parse_trigger(x, window) for x in triggers) if t.kind == "tokens"]
+    if token_triggers:
+        smallest = min(t.value for t in token_triggers)
+        if largest < smallest:
+            return (
+                f"the largest session holds {largest:,} tokens < trigger {smallest:,} tokens; "
+                f"try --trigger tokens:{max(1, largest // 2):,} or --trigger user-turns"
+            )
+    return (
+        f"no request point of the {sessions.height:,} sessions matches "
+        f"{', '.join(triggers) or 'the cuts given'}"
+    )

@@ -192,6 +192,7 @@ class JudgeSummary:
     judge: str
     judged: int = 0
     skipped: int = 0
+    deferred: int = 0  # pairs left unjudged by --limit
     seconds: float = 0.0
     labels: Counter[str] = field(default_factory=Counter)
     unscored: Counter[str] = field(default_factory=Counter)
@@ -201,7 +202,10 @@ class JudgeSummary:
 
     def render(self) -> str:
         lines = [
-            f"judge {self.judge}: {self.judged} verdicts in {self.seconds:.1f}s ({self.skipped} already judged)",
+            f"judge {self.judge}: {self.judged} verdicts in {self.seconds:.1f}s "
+            f"({self.skipped} already judged"
+            + (f", {self.deferred} left for later by --limit" if self.deferred else "")
+            + ")",
             "  "
             + ", ".join(
                 f"{k} {self.labels.get(k, 0)}" for k in ("no_impact", "impact", "unscored")
@@ -218,19 +222,21 @@ class JudgeSummary:
 
 def plan_work(
     run: Run, judge_label: str, policies: Sequence[str] | None = None, limit: int | None = None
-) -> tuple[list[Work], int]:
-    """The sessions with something left to judge, and how many pairs are already judged."""
+) -> tuple[list[Work], int, int]:
+    """The sessions with something left to judge, how many pairs are already judged, and how
+    many are left for later by ``limit``."""
     done = read_verdicts(run.path, judge_label).select("policy", "case_id")
     labels = [run.resolve_policy(p) for p in policies] if policies else run.policies
     figures = pl.concat([run.table("figures", label) for label in labels], how="vertical_relaxed")
     todo = figures.join(done, on=["policy", "case_id"], how="anti").sort(
         ["session_id", "cut", "policy"]
     )
+    skipped = figures.height - todo.height
+    deferred = max(0, todo.height - limit) if limit is not None else 0
     if limit is not None:
         todo = todo.head(limit)
-    skipped = figures.height - todo.height
     if todo.height == 0:
-        return [], skipped
+        return [], skipped, deferred
     cases, _ = read_cases(run.manifest["cases_path"])
     case_rows = {r["case_id"]: r for r in cases.iter_rows(named=True)}
     wanted = set(todo["case_id"].to_list())
@@ -253,7 +259,7 @@ def plan_work(
         if not any(c["case_id"] == row["case_id"] for c in w.cases):
             w.cases.append(case_rows[row["case_id"]])
         w.views[key] = views[key]
-    return list(works.values()), skipped
+    return list(works.values()), skipped, deferred
 
 
 def run_judge(
@@ -280,7 +286,7 @@ def run_judge(
             params = replace(params, cache_dir=str(run.path / "llm-cache"))
         judge = type(judge)(params)
     summary = JudgeSummary(judge.label)
-    works, summary.skipped = plan_work(run, judge.label, policies, limit)
+    works, summary.skipped, summary.deferred = plan_work(run, judge.label, policies, limit)
     folder = run.path / "verdicts" / slug(judge.label)
     total = sum(len(w.views) for w in works)
     bar = tqdm(total=total, unit="verdict", desc=f"judge {judge.name}", disable=not progress)

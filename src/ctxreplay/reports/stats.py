@@ -88,7 +88,11 @@ def wilson(k: int, n: int, alpha: float = 0.05) -> Proportion:
     if n == 0:
         return Proportion(k, n, NAN, NAN, NAN, "wilson", alpha)
     low, high = proportion_confint(k, n, alpha=alpha, method="wilson")
-    return Proportion(k, n, k / n, float(low), float(high), "wilson", alpha)
+    # the bounds are exactly 0 at k = 0 and 1 at k = n; floating point gives 0.9999999999999999,
+    # which CSV and JSON would print as 99.99999999999999 %
+    low = 0.0 if k == 0 else max(0.0, float(low))
+    high = 1.0 if k == n else min(1.0, float(high))
+    return Proportion(k, n, k / n, low, high, "wilson", alpha)
 
 
 @dataclass(frozen=True)

@@ -480,7 +480,8 @@ def audit(
     verdicts = read_verdicts(r.path)
     label = resolve_judge(verdicts, judge)
     losses = losses_frame(r, outcomes(r, label, verdicts))
-    cat = normalise_category(category, (*CATEGORIES, *sorted(set(losses["category"].to_list()))))
+    found = sorted(set(losses["category"].to_list()) - set(CATEGORIES))
+    cat = normalise_category(category, (*CATEGORIES, *found))
     out = losses.filter(pl.col("category") == cat)
     if policy is not None:
         out = out.filter(pl.col("policy") == r.resolve_policy(policy))
