@@ -78,6 +78,11 @@ def _no_impact_columns(
         ("cases", lambda r: count(r["cases"]), True),
         ("n", lambda r: count(r["n"]), True),
         ("unscored", lambda r: count(r["unscored"]), True),
+        *(
+            [("planner failed", lambda r: count(r["planner_failed"]), True)]
+            if report.no_impact.height and report.no_impact["planner_failed"].sum()
+            else []
+        ),
         ("not judged", lambda r: count(r["not_judged"]), True),
         ("prune %", lambda r: num(r["pruning_pct"]), True),
         ("editable prune %", lambda r: num(r.get("editable_pruning_pct")), True),
@@ -188,6 +193,24 @@ def displays(report: Report) -> list[Display]:
             report.cost.to_dicts(),
         ),
     ]
+    if report.failures.height:
+        out.insert(
+            1,
+            display(
+                "failures",
+                "Cases without a score, and why",
+                "unscored: the judge could not decide (its reason); planner_failed: the policy's "
+                "model planner failed, so the case kept its prefix for no decision of the policy. "
+                "Both are left out of n and of every rate.",
+                [
+                    ("policy", lambda r: r["policy"], False),
+                    ("kind", lambda r: r["kind"], False),
+                    ("cases", lambda r: count(r["cases"]), True),
+                    ("reason", lambda r: _clip(r["reason"], 100), False),
+                ],
+                report.failures.to_dicts(),
+            ),
+        )
     from .frontier import frontier_displays
 
     out[1:1] = frontier_displays(report)  # a sweep's frontier, right after the no-impact table

@@ -39,18 +39,21 @@ from .render import render, save
 from .tables import (
     EXAMPLES,
     PAIRED_SCHEMA,
+    REFERENCE_MIN_PRUNING,
     ReportError,
     as_run,
     best_policy,
     commit_reasons,
     cost_table,
     example_losses,
+    failures_table,
     losses_frame,
     no_impact_table,
     order_policies,
     outcomes,
     paired_table,
     resolve_judge,
+    same_views,
     taxonomy_table,
 )
 
@@ -75,6 +78,7 @@ class Report:
     examples: pl.DataFrame
     cost: pl.DataFrame
     commit_reasons: pl.DataFrame
+    failures: pl.DataFrame  # why cases have no score: unscored reasons, planner failures
     losses: pl.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
@@ -89,6 +93,7 @@ class Report:
             "examples": self.examples,
             "cost": self.cost,
             "commit_reasons": self.commit_reasons,
+            "failures": self.failures,
             **(self.frontier.tables() if self.frontier is not None else {}),
         }
 
@@ -220,7 +225,10 @@ def build_report(
         chosen = "given"
     else:
         reference = best_policy(table)
-        chosen = "best no-impact rate (ties: more pruning)"
+        chosen = (
+            f"best no-impact rate among policies pruning at least {REFERENCE_MIN_PRUNING:g}% "
+            "(ties: more pruning)"
+        )
     paired = (
         paired_table(
             rows,
@@ -235,6 +243,7 @@ def build_report(
         else pl.DataFrame(schema=PAIRED_SCHEMA)
     )
     losses = losses_frame(run, rows)
+    notes.extend(same_views(figures, policies))
     reasons = commit_reasons(rows)  # rows hold every figures column, one row per (policy, case)
     frontier = None
     if sweep is not None:
@@ -272,6 +281,7 @@ def build_report(
         examples=example_losses(losses, examples),
         cost=cost_table(rows, policies, reasons),
         commit_reasons=reasons,
+        failures=failures_table(rows, policies),
         losses=losses,
         meta=json.loads(json.dumps(meta, default=str)),
         notes=tuple(notes),

@@ -85,7 +85,12 @@ def outcomes(
     if judge is None:
         verdicts = pl.DataFrame(
             schema={"policy": pl.String, "case_id": pl.String, "label": pl.String}
-        ).with_columns(pl.lit(None).alias("losses"), pl.lit(None, pl.Int32).alias("recoverable"))
+        ).with_columns(
+            pl.lit(None).alias("losses"),
+            pl.lit(None, pl.Int32).alias("recoverable"),
+            pl.lit(None, pl.String).alias("explanation"),
+            pl.lit(None, pl.String).alias("unscored_reason"),
+        )
     else:
         verdicts = (
             (verdicts if verdicts is not None else read_verdicts(run.path))
@@ -100,7 +105,15 @@ def outcomes(
                 "unscored_reason",
             )
         )
-    return figures.join(verdicts, on=["policy", "case_id"], how="left")
+    joined = figures.join(verdicts, on=["policy", "case_id"], how="left")
+    # a case whose planner failed kept the prefix because of the failure, not because of a
+    # decision: it has no result to score, whatever a judge says of the unchanged prefix
+    return joined.with_columns(
+        pl.when(pl.col("planner_failure").is_not_null())
+        .then(pl.lit("planner_failed"))
+        .otherwise(pl.col("label"))
+        .alias("label")
+    )
 
 
 def order_policies(run: Run, frame: pl.DataFrame) -> list[str]:
@@ -142,6 +155,7 @@ def policy_summary(
         "cases": frame.height,
         "not_judged": int(labels.is_null().sum()),
         "unscored": int((labels == "unscored").sum()),
+        "planner_failed": int((labels == "planner_failed").sum()),
         "n": n,
         "no_impact": k,
         "pruning_pct": stats.pct(stats.mean_or_nan(frame.get_column(pruning, default=None))),
@@ -161,6 +175,7 @@ NO_IMPACT_SCHEMA = {
     "cases": pl.Int64,
     "not_judged": pl.Int64,
     "unscored": pl.Int64,
+    "planner_failed": pl.Int64,  # cases whose model planner failed: kept out of n, like unscored
     "n": pl.Int64,
     "no_impact": pl.Int64,
     "pruning_pct": pl.Float64,
@@ -257,12 +272,67 @@ def best_row(frame: pl.DataFrame) -> dict[str, Any]:
     ).row(0, named=True)
 
 
+#: the default reference must remove at least this share of the prefix (percent): a policy
+#: that prunes nearly nothing trivially keeps every dependency and says nothing as a reference
+REFERENCE_MIN_PRUNING = 10.0
+
+
 def best_policy(table: pl.DataFrame) -> str | None:
-    """The policy with the highest no-impact rate; ties go to more pruning, then to the name."""
+    """The default reference of the paired tests: the highest no-impact rate among the policies
+    that prune at least ``REFERENCE_MIN_PRUNING`` % (ties: more pruning, then the name); when
+    none does, among all scored policies."""
     scored = table.filter(pl.col("n") > 0)
     if scored.height == 0:
         return None
-    return str(best_row(scored)["policy"])
+    pruning = scored.filter(pl.col("pruning_pct") >= REFERENCE_MIN_PRUNING)
+    return str(best_row(pruning if pruning.height else scored)["policy"])
+
+
+FAILURES_SCHEMA = {"policy": pl.String, "kind": pl.String, "reason": pl.String, "cases": pl.Int64}
+
+
+def failures_table(outcomes: pl.DataFrame, policies: Sequence[str]) -> pl.DataFrame:
+    """Why cases have no score, per policy: ``unscored`` verdicts by the judge's reason and
+    ``planner_failed`` cases by the planner's error (first line), most frequent first."""
+    unscored = outcomes.filter(pl.col("label") == "unscored").select(
+        "policy", pl.lit("unscored").alias("kind"), pl.col("unscored_reason").alias("reason")
+    )
+    failed = outcomes.filter(pl.col("label") == "planner_failed").select(
+        "policy",
+        pl.lit("planner_failed").alias("kind"),
+        pl.col("planner_failure").str.split("\n").list.first().alias("reason"),
+    )
+    both = pl.concat([unscored, failed]).with_columns(pl.col("reason").fill_null("(no reason)"))
+    if both.height == 0:
+        return pl.DataFrame(schema=FAILURES_SCHEMA)
+    order = {p: i for i, p in enumerate(policies)}
+    counted = both.group_by("policy", "kind", "reason").agg(pl.len().cast(pl.Int64).alias("cases"))
+    return (
+        counted.with_columns(pl.col("policy").replace_strict(order, default=len(order)).alias("o"))
+        .sort(["o", "kind", "cases", "reason"], descending=[False, False, True, False])
+        .drop("o")
+        .select(list(FAILURES_SCHEMA))
+    )
+
+
+def same_views(figures: pl.DataFrame, policies: Sequence[str]) -> list[str]:
+    """One line per policy whose views equal an earlier policy's on every case (same tokens and
+    the same commits): two rows of one result, which a reader should know."""
+    lines = []
+    seen: dict[tuple[Any, ...], str] = {}
+    for policy in policies:
+        rows = figures.filter(pl.col("policy") == policy).sort("case_id")
+        if rows.height == 0:
+            continue
+        key = tuple(zip(rows["case_id"], rows["view_tokens"], rows["committed"], strict=True))
+        if key in seen:
+            lines.append(
+                f"{policy} made the same view as {seen[key]} on all {rows.height:,} cases "
+                f"(its own rule never changed what it kept): their rows are one result"
+            )
+        else:
+            seen[key] = policy
+    return lines
 
 
 # --- (b) paired comparisons -------------------------------------------------------------------
