@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import math
 import re
 import types
@@ -216,11 +215,7 @@ class Range:
         )
         if ok:
             return None
-        return (
-            f"must be in {self}"
-            if self.le is not None and self.choices is None
-            else (f"must be {self}")
-        )
+        return f"must be in {self}" if self.le is not None else f"must be {self}"
 
 
 def _num(x: float) -> str:
@@ -269,15 +264,20 @@ class ParamInfo(NamedTuple):
         return f"{self.name} ({', '.join(shown)})" + (f": {self.help}" if self.help else "")
 
 
-@functools.cache
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
 def _hints(params_type: type[Any]) -> dict[str, Any]:
-    return typing.get_type_hints(params_type)
+    """The resolved field types of a params class (resolved once per class)."""
+    if params_type not in _HINTS:
+        _HINTS[params_type] = typing.get_type_hints(params_type)
+    return _HINTS[params_type]
 
 
 def _range_of(f: dataclasses.Field[Any], tp: Any) -> Range:
-    declared = f.metadata.get(RANGE)
+    declared: Range | None = f.metadata.get(RANGE)
     if declared:
-        return declared  # type: ignore[no-any-return]
+        return declared
     if typing.get_origin(tp) is typing.Literal:
         return Range(choices=typing.get_args(tp))
     return Range()
@@ -336,9 +336,7 @@ def _coerce(raw: str, tp: Any, field_name: str) -> Any:
         return _coerce(raw, non_none[0], field_name)
     if origin is typing.Literal:
         if raw not in args:
-            raise ParameterError(
-                f"{field_name} must be one of {', '.join(map(str, args))}; got {raw!r}"
-            )
+            raise ParameterError(f"{field_name} must be one of {Range(choices=args)}; got {raw!r}")
         return raw
     if origin in (tuple, list):
         inner = args[0] if args else str

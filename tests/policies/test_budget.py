@@ -8,8 +8,8 @@ every expected edit set is exact."""
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import re
+from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,13 +29,13 @@ from ctxreplay.policies.budget import (
 )
 from ctxreplay.policies.hybrid import summary_line
 from ctxreplay.policies.observation_masking import masked_observation
-from ctxreplay.registry import parse_params
+from ctxreplay.registry import describe_params, parse_params
 from ctxreplay.replay.context import context_for
 from ctxreplay.replay.outcome import Outcome, replay_case
 from ctxreplay.replay.plan import Edit
 from ctxreplay.replay.view import fold_pointer, make_archive, mask_text, view_problems
 
-from sessions import Session, count, prose, shape, with_result
+from sessions import Session, count, prose, reads, shape, with_result
 
 CLEARED = "[Old tool result content cleared]"
 ANTHROPIC = "[cleared]"
@@ -62,13 +62,8 @@ def with_params(spec: str, extra: str) -> str:
     return f"{spec},{extra}" if ":" in spec else f"{spec}:{extra}"
 
 
-def reads(n: int = 6, lines: int = 30) -> Session:
-    s = Session()
-    s.system("You are a coding agent. Keep the public API unchanged.")
-    s.user("Investigate the failing build.")
-    for i in range(n):
-        s.step("bash", {"cmd": f"cat log{i}.txt"}, prose(lines, f"log{i}"))
-    return s
+#: the build investigation, under a system prompt that states a rule of its own
+budget_reads = partial(reads, system="You are a coding agent. Keep the public API unchanged.")
 
 
 def results(s: Session) -> list[str]:
@@ -113,7 +108,7 @@ def test_editable_tokens_exclude_system_developer_and_the_latest_user_message_ex
 
 
 def test_a_tool_result_carried_by_the_latest_user_message_is_not_editable():
-    s = reads(2)
+    s = budget_reads(2)
     s.add("assistant", [Part.call("call_x", "bash", {"cmd": "make"})])
     carrier = s.add(
         "user", [Part.response("call_x", prose(30, "make")), Part.text("Why did make fail?")]
@@ -123,7 +118,7 @@ def test_a_tool_result_carried_by_the_latest_user_message_is_not_editable():
 
 
 def test_tokens_to_remove_is_the_larger_of_target_and_budget():
-    s = reads(3)
+    s = budget_reads(3)
     ctx = s.ctx()
     editable, prefix = editable_tokens(ctx), ctx.tokens
     P = make_policy("tool-prune").Params
@@ -164,10 +159,10 @@ def test_spend_takes_candidates_in_order_until_the_need_is_met():
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("target=1.5", "target must be a fraction of the editable tokens in \\[0, 1\\]; got 1.5"),
-        ("target=-0.1", "target must be a fraction"),
-        ("target=nan", "target must be a fraction"),
-        ("budget=-1", "budget must be a number of tokens >= 0 \\(0 = none\\); got -1"),
+        ("target=1.5", "target must be in \\[0, 1\\]; got 1.5"),
+        ("target=-0.1", "target must be in \\[0, 1\\]; got -0.1"),
+        ("target=nan", "target must be in \\[0, 1\\]; got nan"),
+        ("budget=-1", "budget must be >= 0; got -1"),
     ],
 )
 def test_out_of_range_values_are_refused_when_parsing(name, value, message):
@@ -187,15 +182,17 @@ def test_every_heuristic_policy_has_the_budget_fields_documented_and_defaulted(n
     )
     parsed = parse_params(type(params), {"target": "0.4", "budget": "12_000"})
     assert (parsed.target, parsed.budget) == (0.4, 12_000)
-    source = inspect.getsource(BudgetParams)
-    assert '"""Remove at least this fraction (0–1) of the editable tokens' in source
-    assert '"""The view must fit in this many tokens' in source
+    meaning = {info.name: info for info in describe_params(type(params))}
+    assert meaning["target"].help.startswith("remove at least this share of the editable tokens")
+    assert meaning["target"].range == "[0, 1]"
+    assert meaning["budget"].help.startswith("the view must fit in this many tokens")
+    assert meaning["budget"].range == ">= 0"
     assert "Budget (``target``/``budget``" in (make_policy(name).__doc__ or "")
 
 
 @pytest.mark.parametrize("name", SIX)
 def test_defaults_are_unchanged_and_record_no_budget(name):
-    s = reads(6)
+    s = budget_reads(6)
     spec = ACTIVE[name]
     default = s.replay(spec)
     zero = s.replay(with_params(spec, "target=0,budget=0"))
@@ -208,7 +205,7 @@ def test_defaults_are_unchanged_and_record_no_budget(name):
 
 
 def test_tool_prune_shrinks_its_window_oldest_first_only_as_far_as_needed():
-    s = reads(6)
+    s = budget_reads(6)
     saving = [count(b) - count(CLEARED) for b in results(s)]
     rule = sum(saving[:3])  # keep=3: results 1-3 are cleared by the rule itself
     # a need the rule meets: exactly the rule's edits
@@ -239,7 +236,7 @@ def test_tool_prune_shrinks_its_window_oldest_first_only_as_far_as_needed():
 
 
 def test_tool_prune_budget_fits_the_view_and_unmet_needs_say_why():
-    s = reads(6)
+    s = budget_reads(6)
     saving = [count(b) - count(CLEARED) for b in results(s)]
     budget = s.total() - sum(saving[:4]) - 1
     out = s.replay(f"tool-prune:budget={budget}")
@@ -262,7 +259,7 @@ def test_tool_prune_budget_fits_the_view_and_unmet_needs_say_why():
 
 
 def test_tool_prune_triggers_and_minimums_still_gate_the_edit():
-    s = reads(6)
+    s = budget_reads(6)
     idle = s.replay(f"tool-prune:target=0.5,trigger_tokens={s.total() + 1}")
     assert idle.plan.edits == ()
     assert idle.plan.meta["budget"]["met"] is False
@@ -277,7 +274,7 @@ def test_tool_prune_triggers_and_minimums_still_gate_the_edit():
 
 
 def test_clear_tool_uses_shrinks_its_kept_uses_oldest_first():
-    s = reads(6)
+    s = budget_reads(6)
     saving = [count(b) - count(ANTHROPIC) for b in results(s)]
     need = sum(saving[:3]) + saving[3] // 2
     out = s.replay(f"clear-tool-uses:trigger=0,target={target_for(s, need)}")
@@ -302,7 +299,7 @@ def test_clear_tool_uses_shrinks_its_kept_uses_oldest_first():
 
 
 def test_observation_masking_masks_into_its_window_but_keeps_the_first():
-    s = reads(6)
+    s = budget_reads(6)
     bodies = results(s)
     saving = [count(b) - count(masked_observation(b)) for b in bodies]
     rule = sum(saving[1:4])  # keep=2 and the first kept: results 2-4 masked by the rule
@@ -332,7 +329,7 @@ def test_observation_masking_masks_into_its_window_but_keeps_the_first():
 
 
 def test_hybrid_masks_its_window_then_summarises_the_oldest():
-    s = reads(6)
+    s = budget_reads(6)
     ctx = s.ctx()
     bodies = results(s)
     mask = [count(b) - count(masked_observation(b)) for b in bodies]
@@ -382,7 +379,7 @@ def test_hybrid_masks_its_window_then_summarises_the_oldest():
 
 
 def test_tool_mask_prune_masks_then_clears_oldest_until_the_need_is_met():
-    s = reads(6)
+    s = budget_reads(6)
     bodies = results(s)
     masked = [mask_text(b, len(b) // 10, len(b) // 10, count) for b in bodies]
     mask = [count(b) - count(t) for b, t in zip(bodies, masked, strict=True)]

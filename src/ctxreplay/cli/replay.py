@@ -13,16 +13,13 @@ from .options import cases, folder, judge, option, out, quiet, tariff, workers
 
 @main.command("policies")
 def policies_cmd() -> None:
-    """List the registered policies with their parameters and defaults."""
-    from ..policies.base import all_policies, policies
-    from ..registry import describe_params
+    """List the registered policies: what each does, and each parameter's type, default, range
+    and meaning."""
+    from ..policies.base import policies
+    from ..registry import plugin_lines
 
-    for name in all_policies():
-        cls = policies.get(name)
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        click.echo(f"{name}: {doc}")
-        for pname, ptype, default in describe_params(cls.Params):
-            click.echo(f"    {pname} ({ptype}) = {default!r}")
+    for name, cls in policies.items():
+        click.echo("\n".join(plugin_lines(name, cls)))
 
 
 @main.command("replay")

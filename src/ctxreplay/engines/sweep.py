@@ -172,7 +172,7 @@ def _grid_problems(g: Grid) -> list[str]:
         cls: Any = policies.get(g.family)
     except UnknownPluginError as e:
         return [f"grid {g.text!r}: {e}"]
-    types = {name: tp for name, tp, _ in describe_params(cls.Params)}
+    types = {info.name: info.type for info in describe_params(cls.Params)}
     unknown: list[str] = []
     bad: list[str] = []
     for name, values in g.params:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..datasets.messages import Message
+from ..registry import param
 from ..replay.objects import ObjectIndex, current_blocker, owner_of
 from ..text.anchors import (
     MIN_SPAN,
@@ -61,14 +62,6 @@ class Dependency:
     contract: bool = False
 
 
-@dataclass(frozen=True)
-class AnchorParams:
-    min_span: int = MIN_SPAN
-    #: anchors found in more than this share of a corpus's sessions are trivially present
-    common_fraction: float = 0.5
-    check_contracts: bool = True
-
-
 def anchor_document_frequency(sessions: Iterable[Sequence[Message]]) -> tuple[Counter[str], int]:
     """In how many sessions each anchor occurs (system prompts aside), and how many sessions."""
     df: Counter[str] = Counter()
@@ -97,9 +90,22 @@ def common_anchors(df: Counter[str], n: int, fraction: float) -> frozenset[str]:
 class AnchorJudge(Judge):
     """Exact-anchor dependency audit (Self-GC's no-impact criterion, made deterministic)."""
 
-    Params = AnchorParams
+    @dataclass(frozen=True)
+    class Params:
+        min_span: int = param(
+            MIN_SPAN, "shortest verbatim value or line, in characters, that is a span anchor", ge=1
+        )
+        common_fraction: float = param(
+            0.5,
+            "anchors in more than this share of a corpus's sessions are trivially present",
+            ge=0,
+            le=1,
+        )
+        check_contracts: bool = param(
+            True, "also audit behavioural contracts: older user constraints the future acts on"
+        )
 
-    def __init__(self, params: AnchorParams | None = None) -> None:
+    def __init__(self, params: AnchorJudge.Params | None = None) -> None:
         super().__init__(params)
         self.common: frozenset[str] = frozenset()
         self._case_cache: tuple[str, list[Dependency], str, list[str]] | None = None

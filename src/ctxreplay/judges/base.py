@@ -163,6 +163,7 @@ def availability(
 class Judge(Plugin, ABC):
     """Base class: subclasses set ``Params`` and implement ``judge``."""
 
+    kind: ClassVar[str] = "judge"
     #: judges that call models are run concurrently by the engine
     concurrent: ClassVar[bool] = False
 

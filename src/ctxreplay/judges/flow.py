@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..datasets.messages import Message
+from ..registry import param
 from ..replay.objects import ObjectIndex, current_blocker, owner_of
 from ..text.anchors import ROUTE, is_constraint, shared_phrase
 from ..text.facts import (
@@ -78,29 +79,6 @@ def message_facts(m: Message) -> list[Fact]:
         if p.type in ("text", "tool_call_response") and p.content:
             out.extend(facts_of(p.content, prose=prose and p.type == "text"))
     return out
-
-
-@dataclass(frozen=True)
-class FlowParams:
-    #: a fact is used when the weights of the tokens the future takes from it add up to this
-    threshold: float = 1.0
-    #: an error line is acted on when the future names something of it weighing this much
-    error_threshold: float = 0.5
-    #: a key and its value count as named together when at most this many tokens apart
-    key_window: int = 6
-    #: prose the future restates in its own words: this many rare words of one sentence ...
-    prose_words: int = 3
-    #: ... weighing this much together
-    prose_threshold: float = 1.2
-    #: rows of one result named at least this share of the best-named row's weight are used
-    #: too (a comparison); the others were passed over
-    row_share: float = 0.5
-    #: a token on more lines than this of one message singles none of them out alone
-    max_lines: int = 2
-    #: shortest copied run of characters that counts as a verbatim copy
-    min_copy: int = SHINGLE
-    #: tokens in at least this share of a corpus's sessions weigh nothing (IDF scale)
-    common_fraction: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -174,9 +152,40 @@ def agent_use(m: Message) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
 class FlowJudge(Judge):
     """Information-flow audit over facts (fields, rows, lines, errors, rules, copied spans)."""
 
-    Params = FlowParams
+    @dataclass(frozen=True)
+    class Params:
+        threshold: float = param(
+            1.0, "a fact is used when the weights of the tokens taken from it add up to this", gt=0
+        )
+        error_threshold: float = param(
+            0.5, "an error line is acted on when the future names something weighing this", gt=0
+        )
+        key_window: int = param(
+            6, "a key and its value count as named together at most this many tokens apart", ge=0
+        )
+        prose_words: int = param(
+            3, "prose restated in the future's own words: this many rare words of a sentence", ge=1
+        )
+        prose_threshold: float = param(
+            1.2, "what the prose_words rare words of a sentence must weigh together", gt=0
+        )
+        row_share: float = param(
+            0.5,
+            "rows named at least this share of the best row's weight are used too (a comparison)",
+            ge=0,
+            le=1,
+        )
+        max_lines: int = param(
+            2, "a token on more lines than this of one message singles none of them out", ge=1
+        )
+        min_copy: int = param(
+            SHINGLE, "shortest copied run of characters that counts as a verbatim copy", ge=1
+        )
+        common_fraction: float = param(
+            0.3, "tokens in at least this share of a corpus's sessions weigh nothing", ge=0, le=1
+        )
 
-    def __init__(self, params: FlowParams | None = None) -> None:
+    def __init__(self, params: FlowJudge.Params | None = None) -> None:
         super().__init__(params)
         self.weights = Weights(common=self.params.common_fraction)
         self._case: tuple[str, list[Use]] | None = None

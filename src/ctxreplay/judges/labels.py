@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from ..datasets.cases import json_objects
 from ..errors import CtxreplayError
+from ..registry import param
 from ..replay.objects import owner_of
 from ..schema import CATEGORIES
 from ..text.facts import squash
@@ -220,13 +221,17 @@ class DepsJudge(Judge):
 
     @dataclass(frozen=True)
     class Params:
-        #: a labels folder (cases.jsonl + dependencies.jsonl), or dependencies.jsonl itself
-        path: str = ""
-        #: strict: verbatim in the view · whitespace: ignoring whitespace · recovery: strict, or
-        #: in an archive whose pointer the view shows
-        variant: Literal["strict", "whitespace", "recovery"] = "strict"
-        #: required: only dependencies the annotators marked required · all: helpful ones too
-        necessity: Literal["required", "all"] = "required"
+        path: str = param(
+            "", "a labels folder (cases.jsonl + dependencies.jsonl), or dependencies.jsonl"
+        )
+        variant: Literal["strict", "whitespace", "recovery"] = param(
+            "strict",
+            "strict: verbatim in the view · whitespace: ignoring whitespace · recovery: strict, "
+            "or in an archive whose pointer the view shows",
+        )
+        necessity: Literal["required", "all"] = param(
+            "required", "required: only dependencies marked required · all: helpful ones too"
+        )
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)

@@ -13,6 +13,7 @@ calibrated against (``ctxreplay calibrate RUN --judge anchor --against truth``).
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, tally
@@ -21,6 +22,10 @@ from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, tally
 @judge("truth")
 class TruthJudge(Judge):
     """Planted ground truth of ``ctxreplay synth`` corpora (not available for real traces)."""
+
+    @dataclass(frozen=True)
+    class Params:
+        """None: the truth judge has no parameters."""
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)

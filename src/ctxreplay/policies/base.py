@@ -1,8 +1,9 @@
 """The policy plugin contract.
 
 A policy is a class registered with ``@policy("name")``; its parameters are a frozen dataclass
-(``Params``) with typed defaults, so ``--policy tool-prune:keep=3,clear_at_least=20000`` parses
-into it and a run manifest can rebuild the policy from ``name + params``. ``plan`` sees only the
+nested in it (``Params``, each field a ``registry.param`` with its default, meaning and range), so
+``--policy tool-prune:keep=3,clear_at_least=20000`` parses into it, out-of-range values are
+refused, and a run manifest can rebuild the policy from ``name + params``. ``plan`` sees only the
 prefix (``PrefixContext``), never the future.
 """
 
@@ -21,6 +22,7 @@ from ..replay.view import View
 class Policy(Plugin, ABC):
     """Base class. Subclasses set ``Params`` and implement ``plan``."""
 
+    kind: ClassVar[str] = "policy"
     #: agent-controlled forgetting validates its batch all-or-nothing
     all_or_nothing: ClassVar[bool] = False
 

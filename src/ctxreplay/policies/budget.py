@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..errors import ParameterError
+from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import editable_positions
 from ..replay.plan import Edit
@@ -41,30 +41,16 @@ KEPT_BY_RULES = "every remaining object is protected or kept by the policy's rul
 class BudgetParams:
     """Parameters every heuristic policy shares: how much to remove, whatever its own rule."""
 
-    target: float = 0.0
-    """Remove at least this fraction (0–1) of the editable tokens (the prefix minus system and
-    developer messages and the protected latest user message); 0 = the policy's own rule."""
-
-    budget: int = 0
-    """The view must fit in this many tokens (remove prefix tokens − budget); 0 = no budget."""
-
-    def __post_init__(self) -> None:
-        check_budget(self)
-
-
-def check_budget(params: Any) -> None:
-    """Raise ValueError, naming the parameter, for a target or budget out of range."""
-    target, budget = getattr(params, "target", 0.0), getattr(params, "budget", 0)
-    if isinstance(target, bool) or not isinstance(target, int | float):
-        raise ParameterError(f"target must be a number in [0, 1]; got {target!r}")
-    if math.isnan(target) or not 0.0 <= target <= 1.0:
-        raise ParameterError(
-            f"target must be a fraction of the editable tokens in [0, 1]; got {target!r}"
-        )
-    if isinstance(budget, bool) or not isinstance(budget, int):
-        raise ParameterError(f"budget must be a whole number of tokens >= 0; got {budget!r}")
-    if budget < 0:
-        raise ParameterError(f"budget must be a number of tokens >= 0 (0 = none); got {budget!r}")
+    target: float = param(
+        0.0,
+        "remove at least this share of the editable tokens (the prefix less system/developer "
+        "messages and the latest user message); 0: the policy's own rule",
+        ge=0,
+        le=1,
+    )
+    budget: int = param(
+        0, "the view must fit in this many tokens (remove prefix − budget); 0: no budget", ge=0
+    )
 
 
 # --- what may be edited ---------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..datasets.messages import Part
+from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject, part_tokens
 from ..replay.plan import Edit, Plan
@@ -49,11 +50,15 @@ class ClearToolUses(Policy):
 
     @dataclass(frozen=True)
     class Params(BudgetParams):
-        trigger: int = 100_000
-        keep: int = 3
-        clear_at_least: int = 0
-        exclude_tools: tuple[str, ...] = ()
-        clear_tool_inputs: bool = False
+        trigger: int = param(
+            100_000, "act only when the prefix holds at least this many input tokens", ge=0
+        )
+        keep: int = param(3, "most recent tool uses whose results stay", ge=0)
+        clear_at_least: int = param(
+            0, "fewer tokens freed than this → the strategy is not applied (0: any)", ge=0
+        )
+        exclude_tools: tuple[str, ...] = param((), "tools whose results are never cleared")
+        clear_tool_inputs: bool = param(False, "also replace the cleared calls' inputs by {}")
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params

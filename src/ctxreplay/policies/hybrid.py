@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
@@ -51,12 +52,20 @@ class Hybrid(Policy):
 
     @dataclass(frozen=True)
     class Params(BudgetParams):
-        window: int = 10
-        summarize_after: int = 43
-        keep_recent: int = 10
-        digest_chars: int = 160
-        args_chars: int = 80
-        trigger_tokens: int = 0
+        window: int = param(10, "most recent tool uses whose observations are not masked", ge=0)
+        summarize_after: int = param(
+            43, "summarise once the prefix holds more than this many tool uses", ge=0
+        )
+        keep_recent: int = param(
+            10, "most recent tool uses left out of the summary once it starts", ge=0
+        )
+        digest_chars: int = param(
+            160, "characters of a result's first line in its summary line", ge=1
+        )
+        args_chars: int = param(80, "characters of a call's arguments in its summary line", ge=1)
+        trigger_tokens: int = param(
+            0, "act only when the prefix holds at least this many tokens (0: always)", ge=0
+        )
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..registry import NoParams
+from dataclasses import dataclass
+
 from ..replay.context import PrefixContext
 from ..replay.plan import Plan
 from .base import Policy, policy
@@ -16,7 +17,9 @@ class Noop(Policy):
     no-impact rate a judge gives the unedited prefix). No parameters.
     """
 
-    Params = NoParams
+    @dataclass(frozen=True)
+    class Params:
+        """None: noop has no parameters."""
 
     def plan(self, ctx: PrefixContext) -> Plan:
         return Plan()

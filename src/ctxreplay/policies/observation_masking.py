@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
@@ -82,9 +83,13 @@ class ObservationMasking(Policy):
 
     @dataclass(frozen=True)
     class Params(BudgetParams):
-        keep: int = 10
-        keep_first: bool = True
-        trigger_tokens: int = 0
+        keep: int = param(
+            10, "the masking window: most recent tool uses whose observations stay", ge=0
+        )
+        keep_first: bool = param(True, "keep the first observation (the task's opening context)")
+        trigger_tokens: int = param(
+            0, "act only when the prefix holds at least this many tokens (0: always)", ge=0
+        )
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
@@ -44,10 +45,18 @@ class OldestTurn(Policy):
 
     @dataclass(frozen=True)
     class Params(BudgetParams):
-        mode: Literal["prune", "fold"] = "prune"
-        target_ratio: float = 0.5
-        trigger_tokens: int = 0
-        keep_last_steps: int = 3
+        mode: Literal["prune", "fold"] = param(
+            "prune", "drop the oldest units, or fold them behind a sidecar pointer"
+        )
+        target_ratio: float = param(
+            0.5, "remove units until the view is at most this fraction of the prefix", ge=0, le=1
+        )
+        trigger_tokens: int = param(
+            0, "act only when the prefix holds at least this many tokens (0: always)", ge=0
+        )
+        keep_last_steps: int = param(
+            3, "most recent tool calls of the latest turn that stay (the recent window)", ge=0
+        )
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params

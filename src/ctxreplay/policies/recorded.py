@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..datasets.messages import arguments_object
+from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
@@ -43,7 +44,9 @@ class Recorded(Policy):
 
     @dataclass(frozen=True)
     class Params:
-        tool_name: str = "context_apply"
+        tool_name: str = param(
+            "context_apply", "the apply tool's name (MCP-prefixed names match too)"
+        )
 
     def handles(self, ctx: PrefixContext) -> dict[str, str]:
         return sel.handles(ctx.index)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import chain
 
+from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
@@ -48,16 +49,31 @@ class ToolMaskPrune(Policy):
 
     @dataclass(frozen=True)
     class Params(BudgetParams):
-        keep: int = 3
-        min_chars: int = 4000
-        head_ratio: float = 0.1
-        tail_ratio: float = 0.1
-        head_chars: int | None = None
-        tail_chars: int | None = None
-        target_ratio: float = 0.5
-        placeholder: str = sel.CLEARED
-        exclude_tools: tuple[str, ...] = ()
-        trigger_tokens: int = 0
+        keep: int = param(3, "most recent tool uses whose results are left whole", ge=0)
+        min_chars: int = param(4000, "results longer than this many characters are masked", ge=0)
+        head_ratio: float = param(
+            0.1, "share of a masked body kept at its head (when head_chars is unset)", ge=0, le=1
+        )
+        tail_ratio: float = param(
+            0.1, "share of a masked body kept at its tail (when tail_chars is unset)", ge=0, le=1
+        )
+        head_chars: int | None = param(
+            None, "characters kept at a masked body's head (replaces head_ratio)", ge=0
+        )
+        tail_chars: int | None = param(
+            None, "characters kept at a masked body's tail (replaces tail_ratio)", ge=0
+        )
+        target_ratio: float = param(
+            0.5,
+            "hard-clear the oldest results until the view is at most this fraction of the prefix",
+            ge=0,
+            le=1,
+        )
+        placeholder: str = param(sel.CLEARED, "the text a hard-cleared result reads")
+        exclude_tools: tuple[str, ...] = param((), "tools whose results are never edited")
+        trigger_tokens: int = param(
+            0, "act only when the prefix holds at least this many tokens (0: always)", ge=0
+        )
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params

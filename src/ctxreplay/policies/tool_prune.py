@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
@@ -45,12 +46,22 @@ class ToolPrune(Policy):
 
     @dataclass(frozen=True)
     class Params(BudgetParams):
-        keep: int = 3
-        protect_tokens: int | None = None
-        exclude_tools: tuple[str, ...] = ()
-        placeholder: str = sel.CLEARED
-        clear_at_least: int = 0
-        trigger_tokens: int = 0
+        keep: int = param(
+            3, "most recent tool uses whose results stay (counted over all tool uses)", ge=0
+        )
+        protect_tokens: int | None = param(
+            None,
+            "when set, replaces keep: newest tool-output tokens protected, the rest cleared",
+            ge=0,
+        )
+        exclude_tools: tuple[str, ...] = param((), "tools whose results are never cleared")
+        placeholder: str = param(sel.CLEARED, "the text a cleared result reads")
+        clear_at_least: int = param(
+            0, "fewer tokens freed than this → no edit at all (0: any saving)", ge=0
+        )
+        trigger_tokens: int = param(
+            0, "act only when the prefix holds at least this many tokens (0: always)", ge=0
+        )
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params
