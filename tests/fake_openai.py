@@ -4,7 +4,8 @@ Stdlib only (``http.server`` in a thread). Each POST takes the next entry of ``s
 :class:`Reply`, or a function of the request body returning one) and falls back to ``default``
 when the script is used up. Every request body is recorded, and so is the peak number of
 requests in flight, so tests can check retries, fallbacks and the concurrency limit from the
-server's side.
+server's side. :class:`ManualClock` is the time a client is given in tests: its ``sleep`` records
+the wait and moves the clock instead of waiting.
 """
 
 from __future__ import annotations
@@ -63,6 +64,25 @@ def error_body(message: str, code: str | None = None) -> dict[str, Any]:
 
 
 Entry = Reply | Callable[[dict[str, Any]], Reply]
+
+
+class ManualClock:
+    """A clock that moves only when slept on: ``ModelClient(..., sleep=clock.sleep,
+    clock=clock.now)``. ``sleeps`` lists every wait asked for, in order."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.t = start
+        self.sleeps: list[float] = []
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        with self._lock:
+            return self.t
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.sleeps.append(seconds)
+            self.t += max(0.0, seconds)
 
 
 class FakeOpenAI:

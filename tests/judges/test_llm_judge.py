@@ -22,7 +22,7 @@ from ctxreplay.llm import LocalModelServer, forget_endpoints, local_model_availa
 from ctxreplay.replay.objects import build_index
 from ctxreplay.schema import CATEGORIES
 
-from fake_openai import FakeOpenAI, Reply, chat_body, error_body
+from fake_openai import FakeOpenAI, ManualClock, Reply, chat_body, error_body
 
 count = get_tokenizer().count
 
@@ -139,7 +139,8 @@ def fake_judge(server: FakeOpenAI, **kw) -> LLMJudge:
         **kw,
     )
     judge = LLMJudge(params)
-    judge.client.backoff_base = 0.01
+    clock = ManualClock()  # retries wait on this clock, never on the wall clock
+    judge.client.sleep, judge.client.clock = clock.sleep, clock.now
     return judge
 
 
@@ -280,6 +281,48 @@ def test_faults_become_unscored_never_no_impact(fault):
         assert v.reason.endswith("after 2 attempts") and v.usage.calls == 2
     if fault == "truncated":
         assert "truncated" in v.reason
+
+
+@pytest.mark.parametrize(
+    ("doc", "reason"),
+    [
+        (
+            {"facts": [{**LOST, "status": "gone?"}], "verdict": "impact", "explanation": ""},
+            "facts[0].status 'gone?' is not one of available, recoverable, missing",
+        ),
+        (
+            {"facts": [{**LOST, "category": "vibes"}], "verdict": "impact", "explanation": ""},
+            "facts[0].category 'vibes' is not one of evidence_detail, locator_handle,",
+        ),
+        (
+            {"facts": [KEPT, {**LOST, "quote": "  "}], "verdict": "impact", "explanation": ""},
+            "facts[1].quote is blank",
+        ),
+        (
+            {"facts": [{**LOST, "future_message": "6"}], "verdict": "impact", "explanation": ""},
+            "facts[0].future_message is not an integer",
+        ),
+        (
+            {"facts": [{**LOST, "future_message": True}], "verdict": "impact", "explanation": ""},
+            "facts[0].future_message is not an integer",
+        ),
+        (
+            {"facts": [{k: v for k, v in LOST.items() if k != "status"}], "verdict": "impact"},
+            "missing facts[0].status (and 1 more)",
+        ),
+        ({"facts": [], "verdict": "fine", "explanation": ""}, "verdict 'fine' is not one of"),
+        ({"facts": "none", "verdict": "no_impact", "explanation": ""}, "facts is not a list"),
+        ({"facts": [], "verdict": "no_impact", "explanation": "", "score": 1}, "unexpected key"),
+        (["no_impact"], "answer is not an object"),
+    ],
+)
+def test_a_malformed_answer_is_unscored_with_what_is_wrong(doc, reason):
+    """Every answer outside the schema is unscored, never a pass, and the reason says why."""
+    with FakeOpenAI(default=Reply(body=chat_body(json.dumps(doc)))) as server:
+        v = fake_judge(server).judge(make_item())
+    assert v.label == "unscored" and v.losses == ()
+    assert v.reason.startswith(f"answer outside the schema: {reason}"), v.reason
+    assert v.raw == json.dumps(doc) and v.usage.calls == 1  # kept for the audit, cost counted
 
 
 def test_judge_over_a_server_without_structured_output():

@@ -15,6 +15,7 @@ import polars as pl
 from ctxreplay.engines.judge import run_judge
 from ctxreplay.engines.replay import run_replay
 from ctxreplay.runs import read_verdicts
+from ctxreplay.sqlview import connect_folder
 
 from fake_openai import FakeOpenAI, Reply, chat_body
 
@@ -52,8 +53,8 @@ def test_killed_judge_run_resumes_without_paying_twice(synth_corpus, synth_cases
     with FakeOpenAI(default=reply) as server:
         cmd = [
             sys.executable,
-            "-m",
-            "ctxreplay.cli",
+            "-c",
+            "from ctxreplay.cli import main; main()",
             "judge",
             str(run),
             "--judge",
@@ -94,3 +95,10 @@ def test_killed_judge_run_resumes_without_paying_twice(synth_corpus, synth_cases
     assert len(answered) == len(set(answered)) == verdicts["prompt_hash"].n_unique()
     assert done.judged == pairs - first
     assert verdicts.filter(pl.col("cache_hit")).height >= stop_after - first > 0
+    # the resumed run's calls are rows of the run's calls table (the killed one's may be lost)
+    counts = dict(
+        connect_folder(run).sql("SELECT status, count(*) FROM calls GROUP BY 1").fetchall()
+    )
+    assert set(counts) <= {"ok", "cached", "error"}
+    assert counts.get("ok", 0) + counts.get("cached", 0) >= done.judged
+    assert counts.get("cached", 0) >= stop_after - first

@@ -1,4 +1,8 @@
-"""ModelClient against a server that misbehaves on purpose (see fake_openai.py)."""
+"""ModelClient against a server that misbehaves on purpose (see fake_openai.py).
+
+Every client here gets a :class:`ManualClock`: waits (backoff, Retry-After, a paused endpoint)
+are recorded and asserted, never slept on the wall clock.
+"""
 
 from __future__ import annotations
 
@@ -25,9 +29,10 @@ from ctxreplay.llm import (
     write_batch_input,
 )
 from ctxreplay.llm.batch import BatchFormatError
+from ctxreplay.llm.retries import backoff_seconds
 from ctxreplay.tariffs import load_tariff
 
-from fake_openai import FakeOpenAI, Reply, chat_body, error_body
+from fake_openai import FakeOpenAI, ManualClock, Reply, chat_body, error_body
 
 MSGS = [{"role": "user", "content": "Reply in JSON."}]
 SCHEMA = {
@@ -52,11 +57,17 @@ def server():
         yield s
 
 
-def make_client(server: FakeOpenAI, **kw) -> ModelClient:
-    kw.setdefault("backoff_base", 0.01)
-    kw.setdefault("backoff_cap", 0.05)
+def make_client(server: FakeOpenAI, clock: ManualClock | None = None, **kw) -> ModelClient:
+    clock = clock or ManualClock()
     kw.setdefault("timeout", 5)
-    return ModelClient(server.base_url, "fake-model", api_key_env=KEY_ENV, **kw)
+    return ModelClient(
+        server.base_url,
+        "fake-model",
+        api_key_env=KEY_ENV,
+        sleep=clock.sleep,
+        clock=clock.now,
+        **kw,
+    )
 
 
 # --- a normal call ----------------------------------------------------------------------------
@@ -108,20 +119,64 @@ def test_tool_calls_are_returned_for_planners(server):
 
 
 def test_429_waits_retry_after_seconds_then_succeeds(server):
-    server.script = [Reply(429, error_body("slow down"), headers={"Retry-After": "1"})]
-    client = make_client(server)
+    server.script = [Reply(429, error_body("slow down"), headers={"Retry-After": "7"})]
+    clock = ManualClock()
     t0 = time.monotonic()
-    c = client.complete(MSGS, max_tokens=8)
-    assert time.monotonic() - t0 >= 1.0
+    c = make_client(server, clock).complete(MSGS, max_tokens=8)
+    assert clock.sleeps == [7.0]  # exactly what the server asked, once (the limiter's pause too)
+    assert time.monotonic() - t0 < 5  # and never on the wall clock
     assert c.attempts == 2 and len(server.requests) == 2
 
 
 def test_429_honours_retry_after_ms(server):
     server.script = [Reply(429, error_body("slow down"), headers={"retry-after-ms": "300"})]
-    t0 = time.monotonic()
-    c = make_client(server).complete(MSGS, max_tokens=8)
-    assert time.monotonic() - t0 >= 0.3
+    clock = ManualClock()
+    c = make_client(server, clock).complete(MSGS, max_tokens=8)
+    assert clock.sleeps == [0.3]
     assert c.attempts == 2
+
+
+def test_503_honours_a_retry_after_http_date(server):
+    when = datetime.now(UTC) + timedelta(seconds=30)
+    server.script = [
+        Reply(503, error_body("busy"), headers={"Retry-After": format_datetime(when, usegmt=True)})
+    ]
+    clock = ManualClock()
+    c = make_client(server, clock).complete(MSGS, max_tokens=8)
+    [wait] = clock.sleeps
+    assert 27.0 <= wait <= 30.0  # the date has whole seconds
+    assert c.attempts == 2
+
+
+def test_retry_after_is_honoured_up_to_max_retry_wait(server):
+    server.script = [Reply(429, error_body("come back later"), headers={"Retry-After": "3600"})]
+    clock = ManualClock()
+    make_client(server, clock, max_retry_wait=90).complete(MSGS, max_tokens=8)
+    assert clock.sleeps == [90.0]
+
+
+def test_without_retry_after_the_waits_are_capped_exponential_backoff(server):
+    server.default = Reply(500, error_body("boom"))
+    clock = ManualClock()
+    client = make_client(server, clock, max_retries=3, backoff_base=0.5, backoff_cap=1.5)
+    with pytest.raises(ModelCallError) as e:
+        client.complete(MSGS, max_tokens=8)
+    key = e.value.prompt_hash
+    assert clock.sleeps == [backoff_seconds(n, 0.5, 1.5, key) for n in (1, 2, 3)]
+    for wait, step in zip(clock.sleeps, (0.5, 1.0, 1.5), strict=True):
+        assert step / 2 <= wait <= step  # jitter: half to all of the step, the same every run
+
+
+def test_a_429_pauses_the_endpoint_for_every_client(server):
+    server.script = [Reply(429, error_body("slow down"), headers={"retry-after": "2"})]
+    clock = ManualClock()
+    first = make_client(server, clock, max_retries=0)
+    with pytest.raises(ModelCallError, match="http 429 after 1 attempt"):
+        first.complete(MSGS, max_tokens=8)
+    assert clock.sleeps == []  # no retry left: nothing to wait for
+    second = make_client(server, clock)
+    second.complete([{"role": "user", "content": "other"}], max_tokens=8)
+    assert clock.sleeps == [2.0]  # the next call waited out the endpoint's pause first
 
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -147,12 +202,13 @@ def test_retry_after_parsing(headers, wait):
 
 def test_500_is_retried_then_fails_with_a_short_reason(server):
     server.default = Reply(500, error_body("boom"))
-    client = make_client(server, max_retries=2)
+    clock = ManualClock()
+    client = make_client(server, clock, max_retries=2)
     with pytest.raises(ModelCallError) as e:
         client.complete(MSGS, max_tokens=8)
     assert e.value.reason == "http 500 after 3 attempts"
     assert e.value.attempts == 3 and len(server.requests) == 3
-    assert client.stats.errors == 1
+    assert client.stats.errors == 1 and len(clock.sleeps) == 2
 
 
 def test_500_then_success(server):
@@ -174,12 +230,18 @@ def test_connection_refused_is_retried_then_fails():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    clock = ManualClock()
     client = ModelClient(
-        f"http://127.0.0.1:{port}/v1", "m", max_retries=1, backoff_base=0.01, timeout=2
+        f"http://127.0.0.1:{port}/v1",
+        "m",
+        max_retries=1,
+        timeout=2,
+        sleep=clock.sleep,
+        clock=clock.now,
     )
     with pytest.raises(ModelCallError) as e:
         client.complete(MSGS, max_tokens=8)
-    assert e.value.reason == "connection error after 2 attempts"
+    assert e.value.reason == "connection error after 2 attempts" and len(clock.sleeps) == 1
 
 
 def test_body_that_is_not_json(server):
@@ -313,6 +375,18 @@ def test_limit_is_shared_by_clients_of_the_same_endpoint(server):
     _burst(clients, 12)
     assert server.max_in_flight <= 3
     assert clients[0].limiter is clients[1].limiter
+
+
+def test_a_paused_limiter_waits_with_the_injected_sleep():
+    clock = ManualClock()
+    lim = EndpointLimiter(4)
+    lim.on_rate_limited(2.5, clock.now)
+    assert lim.limit == 2
+    lim.acquire(clock.now, clock.sleep)
+    assert clock.sleeps == [2.5] and lim.in_flight == 1
+    lim.release()
+    lim.acquire(clock.now, clock.sleep)  # the pause is over
+    assert clock.sleeps == [2.5]
 
 
 def test_limiter_halves_on_429_and_recovers():

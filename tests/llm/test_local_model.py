@@ -65,8 +65,10 @@ def test_serve_prints_the_url_and_stops_on_ctrl_c():
         with urllib.request.urlopen(url + "/models", timeout=10) as resp:
             models = json.load(resp)
         assert "SmolLM2-135M-Instruct" in json.dumps(models)
+        # the hint on stderr is the last thing printed before it waits for Ctrl-C
+        assert any("Ctrl-C stops." in line for line in iter(proc.stderr.readline, ""))
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=15) == 0
+        assert proc.wait(timeout=15) == 0, proc.stderr.read()[-2000:]
     finally:
         if proc.poll() is None:
             proc.kill()

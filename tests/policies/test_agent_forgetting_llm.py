@@ -216,7 +216,10 @@ def test_no_tool_call_is_a_choice_not_a_failure():
     ("reply", "reason"),
     [
         (answer(arguments="{not json"), "unparseable: context_apply arguments are not JSON"),
-        (answer(arguments='{"batch": [{"note": "x"}]}'), "unparseable: context_apply batch item 0"),
+        (
+            answer(arguments='{"batch": [{"note": "x"}]}'),
+            "unparseable: context_apply missing batch[0].result_id",
+        ),
         (
             Reply(body=chat_body('context_apply({"batch": [{"result_id": "r1", "note": "x"}]})')),
             "unparseable: context_apply written as text",

@@ -26,7 +26,7 @@ from ctxreplay.replay.view import (
     view_problems,
 )
 
-from fake_openai import FakeOpenAI, Reply, chat_body
+from fake_openai import FakeOpenAI, ManualClock, Reply, chat_body
 from sessions import Session, count, log_body, prose, shape, table_body, trace_body, with_result
 
 SUMMARY = "User wants the nightly job fixed; the failure is a KeyError in the parser."
@@ -60,7 +60,8 @@ def llm(server: FakeOpenAI, extra: str = "", **kw) -> SelfGC:
         f"max_retries={kw.pop('max_retries', 0)},timeout={kw.pop('timeout', 5)}"
     )
     policy = make_policy(spec + (f",{extra}" if extra else ""))
-    policy.client.backoff_base = 0.01
+    clock = ManualClock()  # a retry waits on this clock, never on the wall clock
+    policy.client.sleep, policy.client.clock = clock.sleep, clock.now
     return policy
 
 
@@ -418,6 +419,7 @@ def test_the_run_records_planner_tokens_hashes_parameters_and_drops(
 
     from ctxreplay.engines.replay import run_replay
     from ctxreplay.runs import Run
+    from ctxreplay.sqlview import connect_folder
 
     run = tmp_path / "run"
     with FakeOpenAI(default=scripted_planner) as server:
@@ -462,3 +464,12 @@ def test_the_run_records_planner_tokens_hashes_parameters_and_drops(
     assert set(
         acf.filter(pl.col("planner_prompt_tokens").is_not_null())["planner_prompt_tokens"]
     ) == {300}
+    # every planner call is a row of the run's calls table, under the policy's label
+    calls = connect_folder(run).sql("select * from calls").pl()
+    gc_calls = calls.filter(pl.col("caller") == r.resolve_policy("self-gc"))
+    assert gc_calls.height == asked.height and set(gc_calls["status"]) == {"ok"}
+    assert set(gc_calls["request_hash"]) == set(asked["planner_prompt_hash"])
+    assert set(gc_calls["prompt_tokens"]) == {200} and set(gc_calls["endpoint"]) == {base_url}
+    acf_calls = calls.filter(pl.col("caller") == r.resolve_policy("agent-forgetting"))
+    assert acf_calls.height == acf["planner_prompt_hash"].drop_nulls().len() > 0
+    assert calls.height == gc_calls.height + acf_calls.height

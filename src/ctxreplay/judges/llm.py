@@ -17,9 +17,11 @@ fact list, the fact list wins and the verdict's explanation says so.
 Every call goes through :class:`~ctxreplay.llm.client.ModelClient`: strict ``json_schema`` output
 (falling back to ``json_object``, then to a last-match parse of plain text), temperature 0 and a
 seed where accepted, bounded retries honouring Retry-After, a per-endpoint concurrency limit, an
-on-disk cache keyed by the full request and the call's cost from the tariffs. Anything the judge
-cannot read — a failed call, an answer that is not JSON, outside the schema or refused —
-becomes ``Verdict.unscored(reason)``, never ``no_impact``.
+on-disk cache keyed by the full request and the call's cost from the tariffs. The schema sent and
+the check of the answer both come from one pydantic model, :class:`JudgeAnswer`. Anything the
+judge cannot read — a failed call, an answer that is not JSON, outside the schema (the reason
+names the first problem: ``facts[0].status 'gone' is not one of …``) or refused — becomes
+``Verdict.unscored(reason)``, never ``no_impact``.
 
 For large offline runs, :meth:`LLMJudge.request_for` gives each case's Batch API line and
 :meth:`LLMJudge.verdict_from_body` reads the answer back (see :mod:`ctxreplay.llm.batch`).
@@ -31,54 +33,80 @@ The defaults point at ``ctxreplay local-model serve`` (SmolLM2-135M on 127.0.0.1
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from ..datasets.tokenizer import get_tokenizer
-from ..llm.client import Completion, ModelCallError, ModelClient, parse_json_answer
+from ..llm.completion import Completion, ModelCallError
 from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
+from ..llm.structured import NOT_BLANK, Answer, json_schema, parse_json_answer, read_answer
 from ..schema import CATEGORIES
 from .base import Judge, JudgeInput, Loss, Usage, Verdict, judge
 from .prompt import STATUSES, RenderedPrompt, render_prompt
 
-# Where a needed fact stands in the view (``STATUSES``): verbatim there, behind a visible recovery
-# pointer, or gone. The verdict is derived from these: ``impact`` iff any needed fact is missing.
+if TYPE_CHECKING:  # the values are the tuples' (the checker sees plain strings)
+    from ..llm.client import ModelClient
 
-FACT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "quote": {"type": "string"},
-        "category": {"type": "string", "enum": list(CATEGORIES)},
-        "source_object": {"type": ["string", "null"]},
-        "future_message": {"type": ["integer", "null"]},
-        "status": {"type": "string", "enum": list(STATUSES)},
-        "explanation": {"type": "string"},
-    },
-    "required": [
-        "quote",
-        "category",
-        "source_object",
-        "future_message",
-        "status",
-        "explanation",
-    ],
-    "additionalProperties": False,
-}
+    Category = str
+    Status = str
+else:
+    Category = Literal[CATEGORIES]
+    Status = Literal[STATUSES]
 
-#: The answer: the needed facts first (so the model enumerates them before it concludes), then
-#: its own label, which the code checks against the facts and never trusts on its own.
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "facts": {"type": "array", "items": FACT_SCHEMA},
-        "verdict": {"type": "string", "enum": ["no_impact", "impact"]},
-        "explanation": {"type": "string"},
-    },
-    "required": ["facts", "verdict", "explanation"],
-    "additionalProperties": False,
-}
+
+class Fact(Answer):
+    """A fact the future needs from the prefix, and where it stands in the view (``STATUSES``):
+    verbatim there, behind a visible recovery pointer, or gone."""
+
+    quote: Annotated[str, NOT_BLANK]
+    category: Category
+    source_object: str | None
+    future_message: int | None
+    status: Status
+    explanation: str
+
+
+class JudgeAnswer(Answer):
+    """The answer: the needed facts first (so the model enumerates them before it concludes),
+    then its own label, which the code checks against the facts and never trusts on its own."""
+
+    facts: list[Fact]
+    verdict: Literal["no_impact", "impact"]
+    explanation: str
+
+    @property
+    def missing(self) -> tuple[Fact, ...]:
+        return tuple(f for f in self.facts if f.status == "missing")
+
+    @property
+    def recoverable(self) -> int:
+        return sum(f.status == "recoverable" for f in self.facts)
+
+    @property
+    def label(self) -> Literal["no_impact", "impact"]:
+        """``impact`` iff a needed fact is missing from the view: the fact list decides."""
+        return "impact" if self.missing else "no_impact"
+
+    def reason(self) -> str:
+        """The model's explanation, plus a note when its own label disagreed with its facts."""
+        text = self.explanation.strip()
+        if self.verdict == self.label:
+            return text
+        missing = len(self.missing)
+        why = (
+            f"{missing} of its {len(self.facts)} needed fact(s) missing"
+            if missing
+            else f"none of its {len(self.facts)} needed fact(s) missing"
+        )
+        note = (
+            f"[the model said {self.verdict}, but its fact list has {why}: "
+            f"{self.label} by the fact list]"
+        )
+        return f"{note} {text}" if text else note
+
+
+#: the strict ``json_schema`` sent with every request, from :class:`JudgeAnswer`
+VERDICT_SCHEMA: dict[str, Any] = json_schema(JudgeAnswer)
 SCHEMA_NAME = "ctxreplay_verdict"
-_FACT_KEYS = frozenset(FACT_SCHEMA["required"])
-_TOP_KEYS = frozenset(VERDICT_SCHEMA["required"])
 
 
 @dataclass(frozen=True)
@@ -93,91 +121,6 @@ class LLMJudgeParams(EndpointParams):
     tokenizer: str = "o200k_base"
 
 
-class SchemaViolation(ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A schema-valid answer: the needed facts, the model's own label and its explanation."""
-
-    facts: tuple[dict[str, Any], ...]
-    stated: str  # the model's own label (checked against the facts, never trusted alone)
-    explanation: str
-
-    @property
-    def missing(self) -> tuple[dict[str, Any], ...]:
-        return tuple(f for f in self.facts if f["status"] == "missing")
-
-    @property
-    def recoverable(self) -> int:
-        return sum(f["status"] == "recoverable" for f in self.facts)
-
-    @property
-    def label(self) -> str:
-        """``impact`` iff a needed fact is missing from the view: the fact list decides."""
-        return "impact" if self.missing else "no_impact"
-
-    def reason(self) -> str:
-        """The model's explanation, plus a note when its own label disagreed with its facts."""
-        text = self.explanation.strip()
-        if self.stated == self.label:
-            return text
-        missing = len(self.missing)
-        why = (
-            f"{missing} of its {len(self.facts)} needed fact(s) missing"
-            if missing
-            else f"none of its {len(self.facts)} needed fact(s) missing"
-        )
-        note = (
-            f"[the model said {self.stated}, but its fact list has {why}: "
-            f"{self.label} by the fact list]"
-        )
-        return f"{note} {text}" if text else note
-
-
-def _check_answer(doc: Any) -> Answer:
-    """The answer, when it follows the schema; else raise :class:`SchemaViolation`."""
-    if not isinstance(doc, dict):
-        raise SchemaViolation(f"answer is a {type(doc).__name__}, not an object")
-    missing = _TOP_KEYS - doc.keys()
-    if missing:
-        raise SchemaViolation(f"missing {', '.join(sorted(missing))}")
-    extra = doc.keys() - _TOP_KEYS
-    if extra:
-        raise SchemaViolation(f"unexpected key {', '.join(sorted(extra))}")
-    verdict = doc["verdict"]
-    if verdict not in ("no_impact", "impact"):
-        raise SchemaViolation(f"verdict {str(verdict)[:40]!r} is not no_impact or impact")
-    if not isinstance(doc["explanation"], str):
-        raise SchemaViolation("explanation is not a string")
-    facts = doc["facts"]
-    if not isinstance(facts, list):
-        raise SchemaViolation("facts is not a list")
-    for n, fact in enumerate(facts):
-        if not isinstance(fact, dict):
-            raise SchemaViolation(f"fact {n} is not an object")
-        if fact.keys() != _FACT_KEYS:
-            diff = sorted(fact.keys() ^ _FACT_KEYS)
-            raise SchemaViolation(f"fact {n} keys differ from the schema: {', '.join(diff)}")
-        if fact["category"] not in CATEGORIES:
-            raise SchemaViolation(f"fact {n} category {str(fact['category'])[:40]!r} is unknown")
-        if fact["status"] not in STATUSES:
-            raise SchemaViolation(
-                f"fact {n} status {str(fact['status'])[:40]!r} is not one of {', '.join(STATUSES)}"
-            )
-        if not isinstance(fact["quote"], str) or not fact["quote"].strip():
-            raise SchemaViolation(f"fact {n} has no quote")
-        if fact["source_object"] is not None and not isinstance(fact["source_object"], str):
-            raise SchemaViolation(f"fact {n} source_object is not a string or null")
-        fm = fact["future_message"]
-        if fm is not None and (isinstance(fm, bool) or not isinstance(fm, int)):
-            raise SchemaViolation(f"fact {n} future_message is not an integer or null")
-        if not isinstance(fact["explanation"], str):
-            raise SchemaViolation(f"fact {n} explanation is not a string")
-    return Answer(tuple(facts), verdict, doc["explanation"])
-
-
 @judge("llm")
 class LLMJudge(Judge):
     """Model-based judge (Self-GC's judge setup) over any OpenAI-compatible endpoint."""
@@ -188,7 +131,7 @@ class LLMJudge(Judge):
 
     def __init__(self, params: LLMJudgeParams | None = None) -> None:
         super().__init__(params)
-        self._client = LazyClient(self.params)
+        self._client = LazyClient(self.params, caller=self.label)
 
     # the client holds sockets and locks: workers rebuild it from the params
     def __getstate__(self) -> dict[str, Any]:
@@ -284,37 +227,35 @@ class LLMJudge(Judge):
             return Verdict.unscored(f"model refused: {c.refusal[:200]}", **common)
         if c.finish_reason == "content_filter":
             return Verdict.unscored("answer withheld by the endpoint's content filter", **common)
+        cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""
         doc = c.parsed
         if doc is None:
             doc, error = parse_json_answer(c.text)
             if doc is None:
-                cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""
                 return Verdict.unscored(f"unparseable answer: {error}{cut}", **common)
-        try:
-            answer = _check_answer(doc)
-        except SchemaViolation as e:
-            cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""
-            return Verdict.unscored(f"answer outside the schema: {e}{cut}", **common)
+        answer, problem = read_answer(JudgeAnswer, doc)
+        if answer is None:
+            return Verdict.unscored(f"answer outside the schema: {problem}{cut}", **common)
         future_seqs = {m.seq for m in item.future}
         out = []
         for fact in answer.missing:
-            source = fact["source_object"]
-            detail = fact["explanation"]
+            source = fact.source_object
+            detail = fact.explanation
             if source is not None and source not in item.index:
                 detail = f"(model named unknown object {source[:80]!r}) {detail}"
                 source = None
-            need = fact["future_message"]
+            need = fact.future_message
             out.append(
                 Loss(
-                    category=fact["category"],
-                    anchor=fact["quote"],
+                    category=fact.category,
+                    anchor=fact.quote,
                     source_object=source,
                     need_seq=need if need in future_seqs else None,
                     detail=detail[:1000],
                 )
             )
         return Verdict(
-            answer.label,  # type: ignore[arg-type]
+            answer.label,
             losses=tuple(out),
             reason=answer.reason()[:1000] or None,
             dependencies=len(answer.facts),

@@ -26,7 +26,6 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..datasets.messages import Message, Part, arguments_object
 from ..replay.objects import ContextObject
@@ -364,7 +363,7 @@ def _future_block(item: JudgeInput, scale: float) -> str:
         body = []
         for p in m.parts:
             if p.type == "tool_call_response":
-                who = names.get(p.id) or p.name or "tool"
+                who = names.get(p.id or "") or p.name or "tool"
                 body.append(f"result of {who}:\n{shorten(p.content or '', result_cap)}")
             else:
                 body.append(_part_lines(p, text_cap, rcap, {}, args_cap=args_cap))
@@ -474,12 +473,3 @@ def render_prompt(
         shortened=shortened,
         over_budget=tokens > max_prompt_tokens,
     )
-
-
-def describe_prompt(rendered: RenderedPrompt) -> dict[str, Any]:
-    return {
-        "nonce": rendered.nonce,
-        "tokens": rendered.tokens,
-        "shortened": rendered.shortened,
-        "over_budget": rendered.over_budget,
-    }

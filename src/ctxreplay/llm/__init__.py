@@ -1,9 +1,17 @@
 """The shared model-client layer: every model call ctxreplay makes goes through here.
 
-- :class:`ModelClient` — an OpenAI-compatible endpoint with retries, structured-output
-  fallbacks, a per-endpoint concurrency limit, an on-disk response cache and costs.
-- :class:`Completion` — one answer and how it was obtained; :class:`ModelCallError` — a call
-  that failed for good (callers record it, never treat it as a default answer).
+- :mod:`.client` — :class:`ModelClient`, an OpenAI-compatible endpoint with everything below.
+- :mod:`.completion` — :class:`Completion`, one answer and how it was obtained;
+  :class:`ModelCallError`, a call that failed for good (callers record it, never treat it as a
+  default answer).
+- :mod:`.request` — the canonical request (the cache key), the body sent, endpoint step-downs.
+- :mod:`.transport` — one POST through the ``openai`` SDK, its failure as a value.
+- :mod:`.retries` — bounded retries (``tenacity``) honouring Retry-After, with injectable sleep.
+- :mod:`.limiter` — the adaptive per-endpoint concurrency limit.
+- :mod:`.structured` — structured answers: one pydantic model gives the JSON schema sent and
+  the validation of the answer.
+- :mod:`.cache` — the on-disk response cache; :mod:`.calls` — the run's ``calls`` table.
+- :mod:`.endpoint` — the parameters every model-calling plugin shares, and a lazy client.
 - :mod:`.batch` — OpenAI Batch API input/output files for large offline runs.
 - :class:`LocalModelServer` — SmolLM2-135M served offline by xllamacpp, for tests and demos.
 """
@@ -19,17 +27,21 @@ _EXPORTS = {
     "ResponseCache": "cache",
     "default_cache_dir": "cache",
     "request_key": "cache",
-    "Completion": "client",
-    "EndpointLimiter": "client",
-    "ModelCallError": "client",
+    "CallLog": "calls",
     "ModelClient": "client",
-    "TokenUsage": "client",
-    "ToolCall": "client",
-    "endpoint_limiter": "client",
-    "endpoint_quirks": "client",
-    "forget_endpoints": "client",
-    "parse_json_answer": "client",
-    "retry_after_seconds": "client",
+    "forget_endpoints": "endpoint",
+    "Completion": "completion",
+    "ModelCallError": "completion",
+    "TokenUsage": "completion",
+    "ToolCall": "completion",
+    "EndpointLimiter": "limiter",
+    "endpoint_limiter": "limiter",
+    "endpoint_quirks": "request",
+    "retry_after_seconds": "retries",
+    "Answer": "structured",
+    "json_schema": "structured",
+    "parse_json_answer": "structured",
+    "read_answer": "structured",
     "LocalModelServer": "local",
     "LocalModelUnavailable": "local",
     "find_gguf": "local",

@@ -3,15 +3,24 @@
 The LLM judge and the LLM planners all reach a model the same way. Their parameters extend
 :class:`EndpointParams`; :class:`LazyClient` builds the :class:`~.client.ModelClient` on first use
 (a plugin pickles as its parameters only, so each worker process builds its own client).
+
+An engine hands its run folder to a plugin with :func:`in_run`: the plugin's client then writes
+one row per call to ``RUN/calls/`` (:mod:`.calls`), under the plugin's label.
 """
 
 from __future__ import annotations
 
+import os
 import threading
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeVar
 
 from .cache import default_cache_dir
+from .limiter import forget_limiters
+from .request import forget_quirks
+
+if TYPE_CHECKING:
+    from .client import ModelClient
 
 #: parameters that change how a plugin reaches its model, not what it decides: left out of its
 #: label, so verdicts and runs survive a new endpoint URL, concurrency or cache folder
@@ -25,6 +34,7 @@ OPERATIONAL: frozenset[str] = frozenset(
         "cache_dir",
         "tariff",
         "tariffs_path",
+        "run_dir",
     }
 )
 
@@ -35,7 +45,8 @@ class EndpointParams:
 
     ``cache_dir``: ``auto`` ($CTXREPLAY_CACHE_DIR/llm, or the run's own folder when an engine
     runs it), ``off``, or a folder. ``tariff``: a name from the tariffs file, or empty for the
-    model's own name when it has one (else the cost is unknown, not zero).
+    model's own name when it has one (else the cost is unknown, not zero). ``run_dir``: the run
+    folder whose ``calls`` table records every call (set by the engines; empty: none).
     """
 
     base_url: str = "http://127.0.0.1:8089/v1"
@@ -47,6 +58,17 @@ class EndpointParams:
     cache_dir: str = "auto"
     tariff: str = ""
     tariffs_path: str = ""
+    run_dir: str = ""
+
+
+P = TypeVar("P")
+
+
+def in_run(params: P, run_dir: str | os.PathLike[str]) -> P:
+    """``params`` with ``run_dir`` set, when they are endpoint parameters (else unchanged)."""
+    if isinstance(params, EndpointParams):
+        return replace(params, run_dir=str(run_dir))
+    return params
 
 
 def resolve_cache_dir(value: str) -> str | None:
@@ -58,15 +80,23 @@ def resolve_cache_dir(value: str) -> str | None:
     return cache
 
 
-class LazyClient:
-    """One client per process, built from endpoint parameters when first needed."""
+def forget_endpoints() -> None:
+    """Drop every remembered limiter and quirk (tests; a long-lived process after reconfiguring)."""
+    forget_limiters()
+    forget_quirks()
 
-    def __init__(self, params: EndpointParams) -> None:
+
+class LazyClient:
+    """One client per process, built from endpoint parameters when first needed; ``caller``
+    names the plugin in the run's ``calls`` table."""
+
+    def __init__(self, params: EndpointParams, caller: str = "") -> None:
         self.params = params
-        self._client: Any = None
+        self.caller = caller
+        self._client: ModelClient | None = None
         self._lock = threading.Lock()
 
-    def get(self) -> Any:
+    def get(self) -> ModelClient:
         from .client import ModelClient  # the openai SDK loads only when a model is used
 
         with self._lock:
@@ -82,6 +112,8 @@ class LazyClient:
                     cache_dir=resolve_cache_dir(p.cache_dir),
                     tariff=p.tariff or None,
                     tariffs_path=p.tariffs_path or None,
+                    run_dir=p.run_dir or None,
+                    caller=self.caller,
                 )
             return self._client
 

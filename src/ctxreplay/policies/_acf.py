@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ConfigDict
 
 from ..datasets.messages import Message
 from ..datasets.openai_format import to_openai
+from ..llm.structured import NOT_BLANK, Answer, hint, json_schema, read_answer
 from ..replay.objects import ObjectIndex
 from ..replay.plan import Edit
 from . import _select as sel
@@ -31,69 +34,59 @@ from . import _select as sel
 APPLY = "context_apply"
 RECOVER = "context_recover"
 
+
+class BatchItem(Answer):
+    """One result to archive; unknown keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    result_id: Annotated[str, NOT_BLANK] = hint(description="the id shown as [result rN], e.g. r7")
+    note: str = hint(
+        description=(
+            "what stays in place of the result: the facts and exact "
+            "identifiers, paths and values you still need"
+        )
+    )
+
+
+class ContextApply(Answer):
+    """``context_apply``'s arguments. An empty batch is read (and decided on), not refused."""
+
+    batch: list[BatchItem] = hint(minItems=1)
+
+
+class ContextRecover(Answer):
+    """``context_recover``'s arguments."""
+
+    result_id: str = hint(description="the id of the archived result, e.g. r7")
+
+
+def _tool(name: str, description: str, arguments: type[Answer]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": json_schema(arguments),
+        },
+    }
+
+
 TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": APPLY,
-            "description": (
-                "Archive tool results you no longer need verbatim. Each named result is replaced "
-                "in place by your note; its exact original is archived and can be brought back "
-                "with context_recover. The batch is applied all or nothing: an unknown, repeated "
-                "or already archived result_id rejects the whole batch."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "batch": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "result_id": {
-                                    "type": "string",
-                                    "description": "the id shown as [result rN], e.g. r7",
-                                },
-                                "note": {
-                                    "type": "string",
-                                    "description": (
-                                        "what stays in place of the result: the facts and exact "
-                                        "identifiers, paths and values you still need"
-                                    ),
-                                },
-                            },
-                            "required": ["result_id", "note"],
-                            "additionalProperties": False,
-                        },
-                    }
-                },
-                "required": ["batch"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": RECOVER,
-            "description": (
-                "Bring back an archived tool result exactly. It is appended as a new tool result "
-                "with a new result id; the note stays where it was."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "result_id": {
-                        "type": "string",
-                        "description": "the id of the archived result, e.g. r7",
-                    }
-                },
-                "required": ["result_id"],
-                "additionalProperties": False,
-            },
-        },
-    },
+    _tool(
+        APPLY,
+        "Archive tool results you no longer need verbatim. Each named result is replaced "
+        "in place by your note; its exact original is archived and can be brought back "
+        "with context_recover. The batch is applied all or nothing: an unknown, repeated "
+        "or already archived result_id rejects the whole batch.",
+        ContextApply,
+    ),
+    _tool(
+        RECOVER,
+        "Bring back an archived tool result exactly. It is appended as a new tool result "
+        "with a new result id; the note stays where it was.",
+        ContextRecover,
+    ),
 ]
 
 REMINDER = (
@@ -206,24 +199,15 @@ class BatchFormatError(ValueError):
 
 
 def read_batch(arguments: str) -> list[tuple[str, str]]:
-    """``(result_id, note)`` pairs of a context_apply call, read strictly."""
+    """``(result_id, note)`` pairs of a context_apply call, read strictly (:class:`ContextApply`)."""
     try:
         doc = json.loads(arguments or "")
     except ValueError:
         raise BatchFormatError("arguments are not JSON") from None
-    if not isinstance(doc, Mapping) or not isinstance(doc.get("batch"), list):
-        raise BatchFormatError("arguments have no batch list")
-    items = []
-    for n, item in enumerate(doc["batch"]):
-        if not isinstance(item, Mapping):
-            raise BatchFormatError(f"batch item {n} is not an object")
-        result_id, note = item.get("result_id"), item.get("note")
-        if not isinstance(result_id, str) or not result_id.strip():
-            raise BatchFormatError(f"batch item {n} has no result_id")
-        if not isinstance(note, str):
-            raise BatchFormatError(f"batch item {n} has no note")
-        items.append((result_id.strip(), note))
-    return items
+    answer, problem = read_answer(ContextApply, doc)
+    if answer is None:
+        raise BatchFormatError(problem or "not a batch")
+    return [(item.result_id.strip(), item.note) for item in answer.batch]
 
 
 _HANDLE = re.compile(r"r(\d+)")

@@ -14,11 +14,16 @@ carries the same bookkeeping in ``.meta``, since the tokens were spent all the s
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..llm.completion import Completion, ModelCallError
 from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
 from ..replay.plan import PlannerError
+
+if TYPE_CHECKING:
+    from ..llm.client import ModelClient
 
 
 @dataclass(frozen=True)
@@ -45,11 +50,12 @@ class ModelPlannerMixin:
 
     operational: ClassVar[frozenset[str]] = OPERATIONAL
     name: ClassVar[str]
+    label: str
     params: Any
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)  # type: ignore[call-arg]  # the Policy after this mixin
-        self._client = LazyClient(self.params)
+        self._client = LazyClient(self.params, caller=self.label)
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = super().describe()  # type: ignore[misc]
@@ -58,7 +64,7 @@ class ModelPlannerMixin:
         return out
 
     @property
-    def client(self) -> Any:
+    def client(self) -> ModelClient:
         return self._client.get()
 
     def close(self) -> None:
@@ -79,13 +85,14 @@ class ModelPlannerMixin:
         }
 
     def ask(
-        self, request: Any, args: dict[str, Any], meta: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+        self,
+        request: Sequence[Mapping[str, Any]],
+        args: dict[str, Any],
+        meta: dict[str, Any] | None = None,
+    ) -> tuple[Completion, dict[str, Any]]:
         """One planner call: the completion and its bookkeeping (``meta`` plus usage). A failed
         call, a refusal or a content-filtered answer is a :class:`ModelPlannerError` carrying the
         bookkeeping (and, for a failed call, the request as it was sent)."""
-        from ..llm.client import ModelCallError
-
         meta = dict(meta or {})
         try:
             completion = self.client.complete(request, **args)
@@ -108,7 +115,7 @@ class ModelPlannerMixin:
         self.__init__(state["params"])  # type: ignore[misc]
 
 
-def completion_meta(completion: Any) -> dict[str, Any]:
+def completion_meta(completion: Completion) -> dict[str, Any]:
     """The bookkeeping of one model answer, under the keys the engine's figures read.
 
     ``usd`` is what the call costs at the tariff even when our cache served it: it is the
@@ -130,7 +137,7 @@ def completion_meta(completion: Any) -> dict[str, Any]:
     }
 
 
-def call_failure_meta(error: Any) -> dict[str, Any]:
+def call_failure_meta(error: ModelCallError) -> dict[str, Any]:
     """Bookkeeping of a call that failed for good (``ModelCallError``)."""
     return {
         "planner": "llm",

@@ -20,7 +20,9 @@ allowed, nothing else)::
     <above_conversation_summary>...</above_conversation_summary>
     <plan><fold targets="function:read_file:3,function:bash:4">reason</fold></plan>
 
-Anything else raises :class:`PlanFormatError` (the planner records it as an unparseable answer).
+The JSON form is :class:`PlanAnswer`, which gives both the ``json_schema`` sent and the check
+of the answer. Anything else raises :class:`PlanFormatError` (the planner records it as an
+unparseable answer).
 Targets are not checked here: rehearsal drops unknown ids and protected objects, with reasons.
 """
 
@@ -30,9 +32,13 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, ConfigDict, create_model
 
 from ..datasets.messages import Message
+from ..llm.structured import Answer, hint, json_schema, read_answer
 from ..replay.objects import ContextObject, ObjectIndex
 from ..text.quoting import close_delimiter, fit_prompt, neutralise, open_delimiter, shorten
 
@@ -45,34 +51,41 @@ MAX_TARGETS = 64
 REASON_CHARS = 240
 
 
+def _listed(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value  # one target may come bare
+
+
+class PlanStepAnswer(Answer):
+    """One step of the JSON plan. ``action`` is not checked here (rehearsal drops an unknown
+    action with its reason, as it does for the XML form); unknown keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    action: str = hint(enum=list(PLAN_ACTIONS))
+    targets: Annotated[list[str], BeforeValidator(_listed)] = hint(maxItems=MAX_TARGETS)
+    reason: str = hint("", maxLength=REASON_CHARS)
+
+
+class PlanAnswer(Answer):
+    """The JSON plan form. The summary may be left out; the bounds guide decoding only."""
+
+    above_conversation_summary: str = hint("", maxLength=2000)
+    plan: list[PlanStepAnswer] = hint(maxItems=MAX_STEPS)
+
+
+@lru_cache(maxsize=16)
+def plan_answer(summary_chars: int = 2000) -> type[PlanAnswer]:
+    """:class:`PlanAnswer` with the summary bounded to ``summary_chars`` in its schema."""
+    return create_model(
+        "PlanAnswer",
+        __base__=PlanAnswer,
+        above_conversation_summary=(str, hint("", maxLength=summary_chars)),
+    )
+
+
 def plan_schema(summary_chars: int = 2000) -> dict[str, Any]:
     """The strict ``json_schema`` of the JSON plan form."""
-    return {
-        "type": "object",
-        "properties": {
-            "above_conversation_summary": {"type": "string", "maxLength": summary_chars},
-            "plan": {
-                "type": "array",
-                "maxItems": MAX_STEPS,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "action": {"type": "string", "enum": list(PLAN_ACTIONS)},
-                        "targets": {
-                            "type": "array",
-                            "maxItems": MAX_TARGETS,
-                            "items": {"type": "string"},
-                        },
-                        "reason": {"type": "string", "maxLength": REASON_CHARS},
-                    },
-                    "required": ["action", "targets", "reason"],
-                    "additionalProperties": False,
-                },
-            },
-        },
-        "required": ["above_conversation_summary", "plan"],
-        "additionalProperties": False,
-    }
+    return json_schema(plan_answer(summary_chars))
 
 
 SCHEMA_NAME = "self_gc_plan"
@@ -328,36 +341,16 @@ def parse_plan(text: str) -> ParsedPlan:
 def _parse_json(body: str) -> ParsedPlan:
     try:
         doc = json.loads(body)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise PlanFormatError(f"invalid JSON ({e.msg} at char {e.pos})") from None
-    if not isinstance(doc, dict):
-        raise PlanFormatError("the JSON answer is not an object")
-    expected = {"above_conversation_summary", "plan"}
-    if "plan" not in doc:
-        raise PlanFormatError("the JSON answer has no plan")
-    extra = sorted(set(doc) - expected)
-    if extra:
-        raise PlanFormatError(f"unexpected key {', '.join(extra)}")
-    summary = doc.get("above_conversation_summary", "")
-    if not isinstance(summary, str):
-        raise PlanFormatError("above_conversation_summary is not a string")
-    if not isinstance(doc["plan"], list):
-        raise PlanFormatError("plan is not a list")
-    steps = []
-    for n, item in enumerate(doc["plan"]):
-        if not isinstance(item, dict):
-            raise PlanFormatError(f"plan step {n} is not an object")
-        action, targets, reason = item.get("action"), item.get("targets"), item.get("reason", "")
-        if not isinstance(action, str):
-            raise PlanFormatError(f"plan step {n} has no action")
-        if isinstance(targets, str):
-            targets = [targets]
-        if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
-            raise PlanFormatError(f"plan step {n}: targets is not a list of ids")
-        if not isinstance(reason, str):
-            raise PlanFormatError(f"plan step {n}: reason is not a string")
-        steps.append(PlanStep(action.strip(), tuple(t.strip() for t in targets), reason))
-    return ParsedPlan(summary.strip(), tuple(steps), "json")
+    answer, problem = read_answer(PlanAnswer, doc)
+    if answer is None:
+        raise PlanFormatError(problem or "not a plan")
+    steps = tuple(
+        PlanStep(s.action.strip(), tuple(t.strip() for t in s.targets), s.reason)
+        for s in answer.plan
+    )
+    return ParsedPlan(answer.above_conversation_summary.strip(), steps, "json")
 
 
 def _parse_xml(body: str) -> ParsedPlan:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from ..datasets.messages import Message
+from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan, rehearse
@@ -40,13 +41,23 @@ def forgetting_note(body: str, limit: int) -> str:
 class ForgettingSettings:
     """Agent-controlled forgetting's own parameters (see :class:`AgentForgetting`)."""
 
-    planner: Literal["rules", "llm"] = "rules"
-    reminder_tokens: int = 40_000
-    reminder_chars: int = 20_000
-    min_chars: int = 2000
-    keep_recent: int = 3
-    note_chars: int = 240
-    max_prompt_tokens: int = 0
+    planner: Literal["rules", "llm"] = param(
+        "rules", "who forgets: a rules stand-in, or the acting model itself (llm)"
+    )
+    reminder_tokens: int = param(
+        40_000, "the first reminder fires once the context holds this many text tokens", ge=0
+    )
+    reminder_chars: int = param(
+        20_000, "the next reminder fires after this many new characters", ge=0
+    )
+    min_chars: int = param(
+        2000, "rules planner: results shorter than this many characters are not archived", ge=0
+    )
+    keep_recent: int = param(3, "rules planner: most recent tool uses never archived", ge=0)
+    note_chars: int = param(240, "rules planner: bound of each note in characters", ge=1)
+    max_prompt_tokens: int = param(
+        0, "llm planner: a longer prefix is refused as a planner failure (0: no limit)", ge=0
+    )
 
 
 @policy("agent-forgetting")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject, part_tokens
 from ..replay.plan import Edit, Plan
@@ -30,22 +31,23 @@ from .base import Policy, policy
 class PruneSummariseSettings:
     """The policy's own parameters (see :class:`PruneSummarise`)."""
 
-    keep: int = 5
-    """Most recent tool call/result pairs kept whole (the study's window: 5)."""
-
-    summary_tokens: int = 400
-    """Upper bound, in the corpus tokenizer's tokens, of the summary that replaces the evicted
-    pairs (its first line included)."""
-
-    trigger_tokens: int = 0
-    """Act only when the prefix holds at least this many tokens (0: always)."""
-
-    planner: Literal["rules", "llm"] = "rules"
-    """Who writes the summary: ``rules`` (an extractive digest, deterministic, free) or ``llm``
-    (a model through the shared client)."""
-
-    max_prompt_tokens: int = 4000
-    """Budget of the llm planner's prompt; the rendered results shrink until it fits."""
+    keep: int = param(
+        5, "most recent tool call/result pairs kept whole (the study's window: 5)", ge=0
+    )
+    summary_tokens: int = param(
+        400,
+        "bound, in the corpus tokenizer's tokens, of the summary of the evicted pairs",
+        ge=1,
+    )
+    trigger_tokens: int = param(
+        0, "act only when the prefix holds at least this many tokens (0: always)", ge=0
+    )
+    planner: Literal["rules", "llm"] = param(
+        "rules", "who writes the summary: an extractive digest (rules) or a model (llm)"
+    )
+    max_prompt_tokens: int = param(
+        4000, "the llm planner's prompt budget; rendered results shrink until it fits", ge=1
+    )
 
 
 @policy("prune-summarise")

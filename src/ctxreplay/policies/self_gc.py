@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..registry import param
 from ..replay.context import CommitDecision, PrefixContext
 from ..replay.cost import commit_benefit
 from ..replay.objects import ContextObject
@@ -38,26 +39,49 @@ INVALID_REASONS = frozenset({"unknown_id", "not_target"})
 class SelfGCSettings:
     """Self-GC's own parameters (see :class:`SelfGC`)."""
 
-    planner: Literal["rules", "llm"] = "rules"
-    keep_recent: int = 2
-    short_tokens: int = 500
-    fold_min_tokens: int = 1500
-    log_min_lines: int = 20
-    log_shape_ratio: float = 0.6
-    mask_ratio: float = 0.1
-    commit_rule: Literal["threshold", "cost"] = "threshold"
-    commit_threshold: float = 0.3
-    expected_requests: int = 10
-    #: the acting agent's prices for the cost rule (a name from the tariffs file); the default
-    #: has a cache-write premium, as the study's provider does
-    agent_tariff: str = "claude-sonnet-4"
-    agent_tariffs_path: str = ""
-    #: prompt budget in the corpus tokenizer's tokens (o200k by default); the default fits
-    #: SmolLM2's 8,192-token context with room to answer
-    max_prompt_tokens: int = 4000
-    plan_format: Literal["json", "xml"] = "json"
-    #: the summary's bound in the json_schema (and in the instructions)
-    summary_chars: int = 2000
+    planner: Literal["rules", "llm"] = param(
+        "rules", "who plans: the paper's lifecycle rules, or a model on a side channel"
+    )
+    keep_recent: int = param(2, "most recent tool uses never targeted", ge=0)
+    short_tokens: int = param(
+        500, "a result this short carrying unique locators is kept (unique_locators)", ge=0
+    )
+    fold_min_tokens: int = param(
+        1500, "a non-error result at least this long is folded (large_stable_body)", ge=0
+    )
+    log_min_lines: int = param(
+        20, "a log-like result has at least this many lines (repetitive_log)", ge=1
+    )
+    log_shape_ratio: float = param(
+        0.6, "share of a log's lines that must share one shape", ge=0, le=1
+    )
+    mask_ratio: float = param(
+        0.1, "share of a masked log kept at its head, and again at its tail", ge=0, le=0.5
+    )
+    commit_rule: Literal["threshold", "cost"] = param(
+        "threshold", "commit by estimated pruning (threshold) or by net saving in USD (cost)"
+    )
+    commit_threshold: float = param(
+        0.3, "threshold rule: commit when estimated pruning exceeds this share", ge=0, le=1
+    )
+    expected_requests: int = param(
+        10, "cost rule: future requests N that read the view instead of the prefix", ge=0
+    )
+    # the default has a cache-write premium, as the study's provider does
+    agent_tariff: str = param(
+        "claude-sonnet-4", "cost rule: the acting agent's prices (a name in the tariffs file)"
+    )
+    agent_tariffs_path: str = param("", "cost rule: a tariffs file (empty: the built-in one)")
+    # the default fits SmolLM2's 8,192-token context with room to answer
+    max_prompt_tokens: int = param(
+        4000, "llm planner: prompt budget in the corpus tokenizer's tokens", ge=1
+    )
+    plan_format: Literal["json", "xml"] = param(
+        "json", "llm planner: the answer form asked for (json sends a strict json_schema)"
+    )
+    summary_chars: int = param(
+        2000, "llm planner: bound of the summary in the schema and the instructions", ge=1
+    )
 
 
 @policy("self-gc")

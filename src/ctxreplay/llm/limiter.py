@@ -1,0 +1,98 @@
+"""The adaptive per-endpoint concurrency limit, shared by every client of one ``base_url`` in the
+process.
+
+At most ``limit`` calls are in flight to an endpoint. A 429 halves the limit (minimum 1) and
+pauses new calls until its Retry-After time; each run of ``recover_after`` successes raises the
+limit by one, up to the ceiling (the smallest ``concurrency`` any client of the endpoint asked
+for).
+
+Time is the caller's: :meth:`EndpointLimiter.acquire` and :meth:`EndpointLimiter.on_rate_limited`
+take the client's ``clock`` and ``sleep``, so a test that injects a manual clock never waits on
+the wall clock. The clients of one endpoint are expected to share one notion of time (the real
+one outside tests).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], None]
+
+
+class EndpointLimiter:
+    """At most ``limit`` calls in flight to one endpoint, across every client of the process."""
+
+    def __init__(self, ceiling: int, recover_after: int = 8) -> None:
+        self.ceiling = max(1, int(ceiling))
+        self.limit = self.ceiling
+        self.recover_after = max(1, recover_after)
+        self.in_flight = 0
+        self.peak = 0
+        self.rate_limited = 0
+        self._successes = 0
+        self._paused_until = 0.0
+        self._cond = threading.Condition()
+
+    def acquire(self, clock: Clock = time.monotonic, sleep: Sleep = time.sleep) -> None:
+        """Take a slot: wait out a pause (with ``sleep``), then for a free slot."""
+        while True:
+            with self._cond:
+                pause = self._paused_until - clock()
+                if pause <= 0:
+                    if self.in_flight < self.limit:
+                        self.in_flight += 1
+                        self.peak = max(self.peak, self.in_flight)
+                        return
+                    self._cond.wait()  # a release or a recovery notifies
+                    continue
+            sleep(pause)
+
+    def release(self) -> None:
+        with self._cond:
+            self.in_flight -= 1
+            self._cond.notify_all()
+
+    def on_success(self) -> None:
+        with self._cond:
+            self._successes += 1
+            if self.limit < self.ceiling and self._successes >= self.recover_after:
+                self.limit += 1
+                self._successes = 0
+                self._cond.notify_all()
+
+    def on_rate_limited(self, wait: float, clock: Clock = time.monotonic) -> None:
+        """A 429: halve the limit and pause new calls for ``wait`` seconds."""
+        with self._cond:
+            self.rate_limited += 1
+            self.limit = max(1, self.limit // 2)
+            self._successes = 0
+            self._paused_until = max(self._paused_until, clock() + max(0.0, wait))
+
+    def lower_ceiling(self, ceiling: int) -> None:
+        with self._cond:
+            self.ceiling = min(self.ceiling, max(1, int(ceiling)))
+            self.limit = min(self.limit, self.ceiling)
+
+
+_lock = threading.Lock()
+_limiters: dict[str, EndpointLimiter] = {}
+
+
+def endpoint_limiter(base_url: str, concurrency: int = 4) -> EndpointLimiter:
+    """The limiter shared by every client of ``base_url``; a smaller ``concurrency`` lowers it."""
+    key = base_url.rstrip("/")
+    with _lock:
+        limiter = _limiters.get(key)
+        if limiter is None:
+            limiter = _limiters[key] = EndpointLimiter(concurrency)
+        elif concurrency < limiter.ceiling:
+            limiter.lower_ceiling(concurrency)
+        return limiter
+
+
+def forget_limiters() -> None:
+    with _lock:
+        _limiters.clear()
