@@ -218,6 +218,7 @@ FIGURES = table(
         ("editable_tokens", I64, "tokens a policy may touch (no system, no latest user turn)"),
         ("editable_pruning", F64, "share of the editable tokens removed"),
         ("budget_note", S, "why a target/budget was not met"),
+        ("no_edit", S, "why the policy proposed no edit (a trigger not reached, too little freed)"),
         ("n_objects", I32, "context objects in the prefix"),
         ("n_fold", I32, "objects folded in the committed view"),
         ("n_mask", I32, "objects masked"),

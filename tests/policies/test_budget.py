@@ -290,7 +290,7 @@ def test_clear_tool_uses_shrinks_its_kept_uses_oldest_first():
     short = s.replay("clear-tool-uses:trigger=0,target=1")
     assert short.plan.meta["budget"]["met"] is False
     assert "only" in short.plan.meta["budget"]["reason"]
-    idle = s.replay("clear-tool-uses:target=0.5")  # default trigger: 100,000 tokens
+    idle = s.replay("clear-tool-uses:trigger=100000,target=0.5")  # the API's trigger
     assert idle.plan.edits == ()
     assert "below trigger=100,000" in idle.plan.meta["budget"]["reason"]
 

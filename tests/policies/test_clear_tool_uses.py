@@ -17,10 +17,12 @@ def four_reads() -> tuple[Session, list[str]]:
     return s, ids
 
 
-def test_defaults_are_anthropics():
+def test_defaults_are_anthropics_but_the_trigger():
+    # the API's trigger is 100,000 input tokens; the registered default acts at every request
+    # point (replayed prefixes are mostly shorter), trigger=100000 gives the API's behaviour
     p = ClearToolUses.Params()
     assert (p.trigger, p.keep, p.clear_at_least, p.exclude_tools, p.clear_tool_inputs) == (
-        100_000,
+        0,
         3,
         0,
         (),
@@ -53,18 +55,22 @@ def test_trigger_above_the_prefix_does_nothing():
     out = s.replay(f"clear-tool-uses:trigger={s.total() + 1},keep=1")
     assert out.plan.edits == ()
     assert shape(out.view.messages) == shape(s.messages)
-    # the default 100k trigger is far above this small session too
-    assert s.replay("clear-tool-uses").plan.edits == ()
+    # the API's 100k trigger is far above this small session too
+    idle = s.replay("clear-tool-uses:trigger=100000")
+    assert idle.plan.edits == ()
+    assert idle.plan.meta["no_edit"] == (
+        f"the prefix holds {s.total():,} tokens, below trigger=100,000"
+    )
 
 
-def test_default_trigger_fires_above_100k_tokens():
+def test_the_apis_trigger_fires_above_100k_tokens():
     s = Session()
     s.system("agent")
     s.user("read everything")
     for i in range(6):
         s.step("read_file", {"path": f"big{i}.txt"}, prose(1700, f"big{i}"))
     assert s.total() >= 100_000
-    out = s.replay("clear-tool-uses")
+    out = s.replay("clear-tool-uses:trigger=100000")
     assert [e.object_id for e in out.plan.edits] == [f"function:read_file:{i}" for i in (1, 2, 3)]
 
 

@@ -22,6 +22,7 @@ from ..datasets.store import Corpus
 from ..files import atomic_write_text, file_fingerprint
 from ..judges.base import DEFAULT_JUDGE
 
+#: every built-in deterministic policy at its registered defaults (the one set of defaults)
 DEMO_POLICIES: tuple[str, ...] = (
     "noop",
     "oldest-turn",
@@ -29,10 +30,10 @@ DEMO_POLICIES: tuple[str, ...] = (
     "tool-mask+prune",
     "hybrid",
     "observation-masking",
-    "clear-tool-uses:trigger=0",
+    "clear-tool-uses",
     "recorded",
     "self-gc",
-    "agent-forgetting:reminder_tokens=8000",
+    "agent-forgetting",
 )
 
 

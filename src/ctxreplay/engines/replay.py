@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -82,6 +83,7 @@ class PolicySummary:
     dropped: int = 0
     failures: int = 0
     seconds: float = 0.0
+    note: str | None = None  # why it changed no case, when it changed none
 
 
 @dataclass
@@ -95,16 +97,47 @@ class ReplaySummary:
     policies: list[PolicySummary] = field(default_factory=list)
 
     def render(self) -> str:
+        width = max([len("policy"), *(len(p.label) for p in self.policies)])
         lines = [
             f"replayed {self.cases} cases × {len(self.policies)} policies in {self.seconds:.1f}s "
             f"({self.computed} chunk-policies computed, {self.skipped} already done) → {self.run}",
-            f"{'policy':<40} {'cases':>6} {'pruned':>8} {'committed':>10} {'dropped':>8} {'failed':>7}",
+            f"{'policy':<{width}} {'cases':>6} {'pruned':>8} {'committed':>10} {'dropped':>8} "
+            f"{'failed':>7}",
         ]
         for p in self.policies:
             lines.append(
-                f"{p.label[:40]:<40} {p.cases:>6} {p.pruning:>7.1%} {p.committed:>10} {p.dropped:>8} {p.failures:>7}"
+                f"{p.label:<{width}} {p.cases:>6} {p.pruning:>7.1%} {p.committed:>10} "
+                f"{p.dropped:>8} {p.failures:>7}"
             )
+        lines += [f"  note: {p.label} {p.note}" for p in self.policies if p.note]
         return "\n".join(lines)
+
+
+_BELOW = re.compile(r"below (\w+)=([\d,]+)")
+
+
+def idle_note(frame: pl.DataFrame) -> str | None:
+    """Why a policy changed no case (None when it changed some): a trigger never reached, its
+    planner failing, or the most frequent reason its plans gave."""
+    if frame.height == 0 or bool(frame["committed"].any()):
+        return None
+    largest = int(frame["prefix_tokens"].max() or 0)  # type: ignore[arg-type]
+    failures = frame["planner_failure"].drop_nulls()
+    if len(failures) == frame.height:
+        return f"failed on every case (e.g. {str(failures[0]).splitlines()[0][:120]})"
+    notes = frame.get_column("no_edit", default=frame["budget_note"]).drop_nulls()
+    if len(notes):
+        common = str(notes.value_counts(sort=True)[0, 0])
+        below = _BELOW.search(common)
+        if below and len(notes) == frame.height:
+            return (
+                f"edited no case: {below.group(1)}={below.group(2)} tokens never reached "
+                f"(largest prefix {largest:,} tokens)"
+            )
+        return f"edited no case: {common}"
+    reasons = frame["commit_reason"].drop_nulls()
+    common = str(reasons.value_counts(sort=True)[0, 0]) if len(reasons) else "no edit proposed"
+    return f"edited no case ({common.replace('_', ' ')})"
 
 
 # --- per-case work (runs in worker processes) -----------------------------------------------
@@ -168,6 +201,7 @@ def outcome_rows(
         "editable_tokens": editable,
         "editable_pruning": editable_pruning(view.prefix_tokens, view.tokens, editable),
         "budget_note": None if budget.get("met", True) else budget.get("reason"),
+        "no_edit": planner.get("no_edit"),
         "n_objects": len(ctx.index.objects),
         "n_fold": counts["fold"],
         "n_mask": counts["mask"],
@@ -469,6 +503,7 @@ def _finish_summary(run: Path, per_policy: dict[str, PolicySummary]) -> None:
         s.committed = int(frame["committed"].sum())
         s.dropped = int(frame["n_dropped"].sum())
         s.failures = int(frame["planner_failure"].is_not_null().sum())
+        s.note = idle_note(frame)
 
 
 def _manifest(

@@ -45,7 +45,10 @@ class ForgettingSettings:
         "rules", "who forgets: a rules stand-in, or the acting model itself (llm)"
     )
     reminder_tokens: int = param(
-        40_000, "the first reminder fires once the context holds this many text tokens", ge=0
+        8_000,
+        "the first reminder fires once the context holds this many text tokens (ACF's agents: "
+        "40,000; 8,000 here, as replayed prefixes are mostly shorter)",
+        ge=0,
     )
     reminder_chars: int = param(
         20_000, "the next reminder fires after this many new characters", ge=0
@@ -98,7 +101,8 @@ class AgentForgetting(ModelPlannerMixin, Policy):
     order of predicted need (``need.py``: stale ones first, then the least likely to be needed
     again) until the need is met; ``min_chars`` still bounds what is worth a note.
 
-    Parameters → knobs: ``reminder_tokens`` ↔ the first reminder (40,000 text tokens),
+    Parameters → knobs: ``reminder_tokens`` ↔ the first reminder (40,000 text tokens in ACF;
+    8,000 by default here, as replayed prefixes are mostly shorter),
     ``reminder_chars`` ↔ the next one (20,000 new characters); ``min_chars``/``keep_recent``/
     ``note_chars`` shape the rules planner's choices; ``base_url``, ``model``, ``api_key_env``,
     ``timeout``, ``max_retries``, ``concurrency``, ``cache_dir``, ``tariff``, ``tariffs_path``,
@@ -125,7 +129,8 @@ class AgentForgetting(ModelPlannerMixin, Policy):
             return self._plan_budget(ctx, need)
         images = any(m.image_count for m in ctx.messages)
         if ctx.tokens < p.reminder_tokens and not images:
-            return Plan(all_or_nothing=True)
+            below = f"the prefix holds {ctx.tokens:,} tokens, below reminder_tokens={p.reminder_tokens:,}"
+            return Plan(all_or_nothing=True, meta={"no_edit": below})
         functions = ctx.index.functions()
         recent = sel.most_recent(functions, p.keep_recent)
         edits = [

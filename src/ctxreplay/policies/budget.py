@@ -248,7 +248,9 @@ def estimate_meta(need: Need, planned: int) -> dict[str, Any]:
 def no_edit(need: Need, why: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """The plan meta of a policy that edits nothing because of ``why`` (a trigger not reached,
     too little freed), whatever the need."""
-    return with_budget(meta or {}, need, 0, f"{need.describe()}; no edit: {why}")
+    return with_budget(
+        {**(meta or {}), "no_edit": why}, need, 0, f"{need.describe()}; no edit: {why}"
+    )
 
 
 def not_triggered(need: Need, prefix: int, trigger: int, name: str) -> dict[str, Any]:

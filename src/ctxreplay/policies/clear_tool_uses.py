@@ -35,7 +35,8 @@ class ClearToolUses(Policy):
     reads ``[cleared]`` counts as cleared by an earlier activation.
 
     Parameters → knobs (one to one): ``trigger`` ↔ ``trigger: {type: input_tokens, value}``
-    (default 100,000); ``keep`` ↔ ``keep: {type: tool_uses, value}`` (default 3);
+    (the API's default is 100,000; ours is 0, so that the edit acts on replayed prefixes, which
+    are mostly shorter — ``trigger=100000`` is the API's behaviour); ``keep`` ↔ ``keep: {type: tool_uses, value}`` (default 3);
     ``clear_at_least`` ↔ ``clear_at_least: {type: input_tokens, value}`` (default none = 0);
     ``exclude_tools`` ↔ ``exclude_tools`` (default none); ``clear_tool_inputs`` ↔
     ``clear_tool_inputs`` (default false; the list form of that knob is not modelled).
@@ -51,7 +52,10 @@ class ClearToolUses(Policy):
     @dataclass(frozen=True)
     class Params(BudgetParams):
         trigger: int = param(
-            100_000, "act only when the prefix holds at least this many input tokens", ge=0
+            0,
+            "act only when the prefix holds at least this many input tokens (the API's default "
+            "is 100,000; 0 here acts at every request point of the traces replayed)",
+            ge=0,
         )
         keep: int = param(3, "most recent tool uses whose results stay", ge=0)
         clear_at_least: int = param(
