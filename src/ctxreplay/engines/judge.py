@@ -30,6 +30,7 @@ from ..datasets.tokenizer import get_tokenizer
 from ..errors import CtxreplayError
 from ..files import atomic_write_table, atomic_write_text
 from ..judges.base import DEFAULT_JUDGE, Archived, Judge, JudgeInput, Verdict, judges, make_judge
+from ..llm.completion import EndpointUnreachable
 from ..llm.endpoint import EndpointParams, in_run
 from ..replay.objects import build_index
 from ..runs import Run, SidecarStore, read_verdicts, slug
@@ -362,6 +363,9 @@ def _run_threaded(
                 item = futures[fut]
                 try:
                     verdict = fut.result()
+                except EndpointUnreachable:
+                    record(pending)  # keep what was judged: a re-run resumes after it
+                    raise
                 except Exception as e:  # a judge bug must not lose the rest of the run
                     verdict = Verdict.unscored(f"judge error: {type(e).__name__}: {e}")
                 pending.append(verdict_row(name, item, judge, verdict))

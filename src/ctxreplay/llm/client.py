@@ -40,7 +40,14 @@ from typing import Any, NoReturn
 from ..tariffs import Tariff, TariffError, load_tariff
 from .cache import ResponseCache, request_key
 from .calls import CallLog, CallSource, safe_endpoint
-from .completion import Completion, ModelCallError, TokenUsage, read_response, redact
+from .completion import (
+    Completion,
+    EndpointUnreachable,
+    ModelCallError,
+    TokenUsage,
+    read_response,
+    redact,
+)
 from .limiter import Clock, Sleep, endpoint_limiter
 from .request import (
     FORMAT_LEVELS,
@@ -99,6 +106,7 @@ class ModelClient:
         max_retry_wait: float = 120.0,
         run_dir: str | os.PathLike[str] | None = None,
         caller: str = "",
+        max_connection_errors: int = 5,
         sleep: Sleep = time.sleep,
         clock: Clock = time.monotonic,
     ) -> None:
@@ -113,6 +121,7 @@ class ModelClient:
         self.max_retry_wait = max_retry_wait
         self.sleep = sleep
         self.clock = clock
+        self.max_connection_errors = max(1, int(max_connection_errors))
         key = os.environ.get(api_key_env) if api_key_env else None
         self._secret = key or None
         self._transport = Transport(self.base_url, key, self.timeout)
@@ -322,6 +331,16 @@ class ModelClient:
             self.limiter.release()
         if not isinstance(sent, HttpFailure):
             self.limiter.on_success()
+        elif sent.status is not None:
+            self.limiter.on_answer()
+        elif sent.failure == "connection error" and (
+            self.limiter.on_unreachable() >= self.max_connection_errors  # counts this one
+        ):
+            raise EndpointUnreachable(
+                f"the model endpoint {safe_endpoint(self.base_url)} refused "
+                f"{self.max_connection_errors} connections in a row; start it or fix the "
+                "base URL, then run the same command again: finished work is kept"
+            )
         return sent
 
     def _fail(self, f: HttpFailure, key: str, attempts: int) -> NoReturn:

@@ -44,6 +44,11 @@ class ModelCallError(CtxreplayError, RuntimeError):
         self.prompt_hash = prompt_hash
 
 
+class EndpointUnreachable(CtxreplayError):
+    """The endpoint refused or dropped this many connections in a row that the run stops: every
+    later call would fail the same way (and be paid in time), so nothing is gained going on."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     id: str

@@ -34,6 +34,8 @@ class EndpointLimiter:
         self.rate_limited = 0
         self._successes = 0
         self._paused_until = 0.0
+        #: connection errors in a row (reset by any answer): a dead endpoint stops the run
+        self.unreachable = 0
         self._cond = threading.Condition()
 
     def acquire(self, clock: Clock = time.monotonic, sleep: Sleep = time.sleep) -> None:
@@ -55,8 +57,20 @@ class EndpointLimiter:
             self.in_flight -= 1
             self._cond.notify_all()
 
+    def on_unreachable(self) -> int:
+        """Count one more connection error in a row; the new count."""
+        with self._cond:
+            self.unreachable += 1
+            return self.unreachable
+
+    def on_answer(self) -> None:
+        """Any HTTP answer, even an error status: the endpoint is there."""
+        with self._cond:
+            self.unreachable = 0
+
     def on_success(self) -> None:
         with self._cond:
+            self.unreachable = 0
             self._successes += 1
             if self.limit < self.ceiling and self._successes >= self.recover_after:
                 self.limit += 1
