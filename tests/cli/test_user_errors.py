@@ -227,3 +227,16 @@ def test_every_option_shows_its_environment_variable(
         assert param.name == flag, f"{path}: {param.opts} is named {param.name}"
         if param.expose_value:
             assert f"env var: {prefix}_{flag.upper()}" in help_text, (path, flag)
+
+
+def test_an_unknown_audit_category_lists_each_category_once(folders: Folders) -> None:
+    code, output = _invoke(["audit", str(folders.run), "--category", "nope"])
+    line = _assert_one_line(code, output)
+    names = line.split("categories: ", 1)[1].split(", ")
+    assert len(names) == len(set(names)) >= 6
+
+
+def test_info_on_a_run_says_it_is_a_run(folders: Folders) -> None:
+    code, output = _invoke(["info", str(folders.run)])
+    line = _assert_one_line(code, output)
+    assert f"{folders.run} is a ctxreplay run, not a corpus (its corpus is " in line
