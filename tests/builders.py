@@ -1,14 +1,50 @@
-"""Small hand-built sessions for replay tests, with token counts from the real tokenizer."""
+"""Small hand-built sessions and corpora for tests, with token counts from the real tokenizer;
+where the test fixtures and the real public corpora are."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
+
+import pytest
 
 from ctxreplay.datasets.messages import Message, Part, Session
+from ctxreplay.datasets.rejects import Reject
+from ctxreplay.datasets.store import Corpus, CorpusWriter
 from ctxreplay.datasets.tokenizer import get_tokenizer
 from ctxreplay.datasets.validate import validate_session
 
-count = get_tokenizer().count
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CORPORA = Path(os.environ.get("CTXREPLAY_CORPORA", ROOT.parent / "shared" / "corpora"))
+
+
+def corpus_path(*parts: str) -> Path:
+    """A path inside ../shared/corpora; skips the test (with the reason) when it is absent."""
+    path = CORPORA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(
+            f"real corpora not available at {path} (set CTXREPLAY_CORPORA to run this test)"
+        )
+    return path
+
+
+def read_items(fmt: str, path: Path) -> tuple[list[Session], list[Reject]]:
+    """What importer ``fmt`` reads from ``path``: the sessions and the rejects, each in order."""
+    from ctxreplay.datasets.importers import get_importer
+
+    items = list(get_importer(fmt).read(path))
+    return (
+        [i for i in items if isinstance(i, Session)],
+        [i for i in items if isinstance(i, Reject)],
+    )
+
+
+def count(text: str) -> int:
+    """Tokens of ``text`` (o200k_base); the tokenizer loads on the first call, not on import."""
+    return get_tokenizer().count(text)
 
 
 def counted(messages: list[Message]) -> list[Message]:
@@ -67,6 +103,30 @@ def coding_session() -> list[Message]:
             result("c4", "ok"),
         ]
     )
+
+
+def convo(name: str, turns: int, body: str = "x") -> list[Message]:
+    """system (0); then per turn t: user (4t-3), assistant call (4t-2), tool result (4t-1),
+    assistant answer (4t); the result is ``body`` fifty times."""
+    msgs = [Message("system", (Part.text("sys"),))]
+    for t in range(1, turns + 1):
+        msgs += [
+            Message("user", (Part.text(f"question {t}"),)),
+            Message("assistant", (Part.call(f"{name}{t}", "lookup", {"q": t}),)),
+            Message("tool", (Part.response(f"{name}{t}", body * 50),)),
+            Message("assistant", (Part.text(f"answer {t}"),)),
+        ]
+    return msgs
+
+
+def make_corpus(path: Path, sessions: Mapping[str, Sequence[Message]]) -> Corpus:
+    """A corpus of hand-built sessions: source id ``name`` becomes session id ``s-<name>``."""
+    w = CorpusWriter(path, get_tokenizer())
+    for name, messages in sessions.items():
+        session = Session("openai-chat", name, list(messages), key=name, session_id=f"s-{name}")
+        w.add(validate_session(session))
+    w.close([])
+    return Corpus(path)
 
 
 def view_input(prefix: tuple, future: tuple, *edits, case_id: str = "case"):

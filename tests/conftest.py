@@ -1,25 +1,15 @@
-"""Shared test fixtures: where the real public corpora are, and small helpers."""
+"""Shared test fixtures. Helpers a test module imports (``corpus_path``, session and corpus
+builders) live in ``builders.py``: a module cannot import from a conftest reliably once
+sub-folders have their own."""
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-CORPORA = Path(os.environ.get("CTXREPLAY_CORPORA", ROOT.parent / "shared" / "corpora"))
-
-
-def corpus_path(*parts: str) -> Path:
-    """A path inside ../shared/corpora; skips the test (with the reason) when it is absent."""
-    path = CORPORA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(
-            f"real corpora not available at {path} (set CTXREPLAY_CORPORA to run this test)"
-        )
-    return path
+from builders import FIXTURES
 
 
 @pytest.fixture
@@ -48,14 +38,22 @@ def synth_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def synth_cases(synth_corpus: Path) -> Path:
-    from ctxreplay.datasets.cases import build_cases, parse_trigger, write_cases
+    from ctxreplay.datasets.cases import cut_corpus
     from ctxreplay.datasets.store import Corpus
 
-    corpus = Corpus(synth_corpus)
-    frame = build_cases(corpus, [parse_trigger("user-turns")])
-    return write_cases(
-        frame, synth_corpus.parent / "cases.parquet", {"corpus_fingerprint": corpus.fingerprint()}
-    )
+    out = synth_corpus.parent / "cases.parquet"
+    return cut_corpus(Corpus(synth_corpus), out, triggers=["user-turns"])[1]
+
+
+@pytest.fixture
+def fresh_endpoints() -> Iterator[None]:
+    """The model client's per-endpoint state (concurrency limits, back-off) forgotten before and
+    after a test that talks to a model server: use with ``pytest.mark.usefixtures``."""
+    from ctxreplay.llm import forget_endpoints
+
+    forget_endpoints()
+    yield
+    forget_endpoints()
 
 
 @pytest.fixture(scope="session")

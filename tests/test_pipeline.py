@@ -40,8 +40,15 @@ def test_run_from_toml_config_and_reuse(tmp_path) -> None:
     runner = CliRunner()
     first = runner.invoke(main, ["run", "--config", str(config)])
     assert first.exit_code == 0, first.output
-    assert "| policy" in first.output  # markdown tables
-    assert "tool-prune:keep=1" in first.output
+    lines = first.output.splitlines()  # markdown tables
+    assert (
+        "| policy | cases | n | unscored | not judged | prune % | editable prune % | prune 95% CI "
+        "| no-impact % | Wilson 95% CI | cluster 95% CI | via recovery % |"
+    ) in lines
+    assert (
+        "| tool-prune:keep=1 | 20 | 20 | 0 | 0 | 69.74 | 74.39 | [61.58, 81.50] | 10.00 "
+        "| [2.79, 30.10] | [0.00, 33.33] | 0.00 |"
+    ) in lines
     second = runner.invoke(main, ["run", "--config", str(config)])
     assert second.exit_code == 0, second.output
     assert "corpus: reusing" in second.output and "cases: reusing" in second.output

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ctxreplay.cli import main
+from ctxreplay.engines.calibrate import Rates
 from ctxreplay.engines.sweep import (
     MAX_POINTS,
     SweepError,
@@ -132,7 +133,7 @@ def test_expand_lists_every_problem_at_once() -> None:
     assert "tool-prune has no parameter 'kep'; its parameters: " in text and ", keep," in text
     assert "unknown policy 'no-such-policy'" in text
     assert "keep=0.5 is not a valid int" in text and "keep=1.0 is not a valid int" in text
-    assert "planner=oracle" in text and "one of rules, llm" in text
+    assert "planner=oracle" in text and "one of rules | llm" in text
     with pytest.raises(SweepError, match="at least one --grid"):
         expand([])
     with pytest.raises(SweepError, match="nope"):
@@ -218,15 +219,18 @@ def test_sweep_with_gold_labels_judges_and_calibrates(
     assert {"flow", *sweep["gold"].values()} == judges
     gold = verdicts.filter(pl.col("judge") == sweep["gold"]["strict"])
     scored = gold.filter(pl.col("label") != "unscored")
-    assert scored.height > 0
+    assert scored.height == 100
     # tool-prune keep=1 clears the first tool result: gold impact in the labelled cases
     pruned = scored.filter(pl.col("policy") == "tool-prune:keep=1")
-    assert (pruned["label"] == "impact").sum() > 0
+    assert sorted(pruned["label"].to_list()) == ["impact"] * 18 + ["no_impact"] * 2
     # the fold keeps it behind a visible pointer: recovery variant accepts it
     recovery = verdicts.filter(pl.col("judge") == sweep["gold"]["recovery"])
     folded = next(p.label for p in summary.points if p.spec.startswith("self-gc:"))
-    assert recovery.filter(pl.col("policy") == folded)["recoverable"].sum() > 0
-    assert summary.calibration is not None
+    assert recovery.filter(pl.col("policy") == folded)["recoverable"].sum() == 16
+    calibration = summary.calibration
+    assert calibration is not None and calibration.judge == "flow"
+    strict = next(v for v in calibration.variants if v.variant == "strict").calibration
+    assert (strict.n, strict.overall) == (100, Rates(tp=32, fn=19, fp=6, tn=43))
     assert calibration_path(run, "flow").exists()
     again = run_sweep(
         synth_corpus,
@@ -279,7 +283,7 @@ def test_cli_sweep_then_report_end_to_end(
     assert second.exit_code == 0, second.output
     assert "new work: 0 chunk-policies replayed, 0 verdicts judged" in second.output
 
-    report = runner.invoke(main, ["report", str(run)])
+    report = runner.invoke(main, ["report", str(run), "--width", "0"])  # one line per row
     assert report.exit_code == 0, report.output
     for heading in (
         "Frontier (judge flow): points by family",

@@ -1,8 +1,10 @@
 """Writing files so that a killed process never leaves a half file under the real name, and the
 one place that says where ctxreplay keeps its caches.
 
-Every write goes to a temporary file beside the target (``.NAME.*.tmp``) and is renamed into
+Every write goes to a temporary file beside the target (``.NAME.<pid>-*.tmp``) and is renamed into
 place; ``os.replace`` is atomic on POSIX and Windows, so readers see the old file or the new one.
+A process killed mid-write leaves its temporary file behind: :func:`remove_stale_temps` removes
+those of dead writers when an engine starts again.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,13 @@ import pyarrow.parquet as pq
 
 TMP_SUFFIX = ".tmp"
 
+#: when this process started (as near as the import of this module): a temporary file last
+#: written before it cannot be one this process is writing
+PROCESS_STARTED = time.time()
+
+#: ``.NAME.<pid>-<random>.tmp``; ``.NAME.<random>.tmp`` from versions that did not name the pid
+_TEMP = re.compile(r"^\..+\.(?:(?P<pid>\d+)-)?[A-Za-z0-9_]+\.tmp$")
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], *, fsync: bool = False) -> Iterator[Path]:
@@ -27,7 +38,9 @@ def atomic_path(path: str | os.PathLike[str], *, fsync: bool = False) -> Iterato
     removed when it raises. The folder is created when needed."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TMP_SUFFIX, dir=target.parent)
+    fd, name = tempfile.mkstemp(
+        prefix=f".{target.name}.{os.getpid()}-", suffix=TMP_SUFFIX, dir=target.parent
+    )
     os.close(fd)
     tmp = Path(name)
     try:
@@ -60,6 +73,58 @@ def atomic_write_table(
     table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (one we may not signal counts)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists, under another user
+        return True
+    return True
+
+
+def stale_temp(path: Path, started: float = PROCESS_STARTED) -> bool:
+    """Whether ``path`` is a temporary file of :func:`atomic_path` left by a writer that is
+    gone: last written before this process started, and its writer's pid not alive (or not
+    named, as by older versions). Another live process's file is never stale, however old."""
+    m = _TEMP.match(path.name)
+    if m is None:
+        return False
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    if not os.path.isfile(path) or os.path.islink(path) or st.st_mtime >= started:
+        return False
+    pid = m.group("pid")
+    return pid is None or (int(pid) != os.getpid() and not _alive(int(pid)))
+
+
+def remove_stale_temps(
+    root: str | os.PathLike[str], started: float = PROCESS_STARTED
+) -> list[Path]:
+    """Remove, under ``root``, the temporary files that killed writers left behind
+    (:func:`stale_temp`); real data (anything not named like a temporary file) is never touched.
+    Returns what was removed."""
+    removed: list[Path] = []
+    base = Path(root)
+    if not base.is_dir():
+        return removed
+    for folder, _dirs, names in os.walk(base):
+        for name in names:
+            if not name.endswith(TMP_SUFFIX) or not name.startswith("."):
+                continue
+            path = Path(folder) / name
+            if stale_temp(path, started):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    removed.append(path)
+    return removed
 
 
 def file_fingerprint(path: str | os.PathLike[str]) -> str:

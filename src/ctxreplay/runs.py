@@ -5,13 +5,18 @@ reports, ``show`` and the CLI — goes through this module::
 
     RUN/manifest.json                           versions, fingerprints, policies with parameters
     RUN/figures|decisions|views/<policy>/chunk-NNNNN.parquet   the replay (``ctxreplay.schema``)
+    RUN/done/<policy>/chunk-NNNNN.json          a chunk's done-marker: its parts' rows and sizes,
+                                                and the cases and policy they were made from
     RUN/sidecar/ab/abcdef…                      archived payloads (content-addressed)
     RUN/verdicts/<judge>/part-*.parquet         the judges' verdicts
     RUN/calls/*.parquet                         every model call
     RUN/calibration/<judge>.json                a judge's calibration against labels
 
 A policy's or judge's folder is its label's :func:`slug`; every part is written atomically
-(``ctxreplay.files``), so a part that exists is whole.
+(``ctxreplay.files``), so a part that exists was whole when written. A file damaged since (a
+truncated part, a corrupt manifest) is named by :class:`DamagedRunError` with its repair, never
+a reader's traceback; the replay engine redoes a chunk whose parts disagree with its marker, and
+the judge sets an unreadable verdict part aside (``*.damaged``) and judges its pairs again.
 """
 
 from __future__ import annotations
@@ -20,17 +25,19 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .datasets.messages import Message
 from .datasets.rows import row_to_part
 from .datasets.store import Corpus, read_manifest
 from .errors import CtxreplayError
-from .files import atomic_write_bytes
+from .files import atomic_write_bytes, atomic_write_table, atomic_write_text
 from .judges.base import DEFAULT_JUDGE
 from .replay.sidecar import SidecarError
 from .replay.view import Archive
@@ -46,6 +53,73 @@ class RunError(CtxreplayError):
     """A folder that is not a run, or a run that does not hold what was asked."""
 
 
+class DamagedRunError(RunError):
+    """A file of a run that can no longer be read as written (truncated, altered, missing):
+    the message names the file and the command that repairs it."""
+
+
+#: what reading a damaged Parquet file raises, from polars or pyarrow
+READ_ERRORS: tuple[type[BaseException], ...] = (
+    pl.exceptions.PolarsError,
+    pa.ArrowException,
+    OSError,
+    ValueError,
+)
+
+
+_SOURCE = re.compile(r"^Could not open Parquet input source '[^']*': ")
+
+
+def _first_line(e: BaseException) -> str:
+    """The gist of a reader's error: its first line, without the path (the message names the
+    file itself) and pyarrow's advice."""
+    text = str(e).strip().splitlines()
+    line = _SOURCE.sub("", text[0] if text else type(e).__name__)
+    return line.split(". Either the file", 1)[0][:160]
+
+
+def part_problem(path: Path) -> str | None:
+    """Why a Parquet part cannot be read (None: it reads whole)."""
+    try:
+        pq.read_table(path)
+    except READ_ERRORS as e:
+        return _first_line(e)
+    return None
+
+
+def replay_repair(run: Path) -> str:
+    return (
+        f"re-run `ctxreplay replay … -o {run}` with the same corpus, cases and policies: "
+        "it redoes damaged parts"
+    )
+
+
+def judge_repair(run: Path, judge: str | None = None) -> str:
+    which = f" --judge {judge}" if judge else ""
+    return (
+        f"re-run `ctxreplay judge {run}{which}`: it sets the damaged part aside and judges "
+        "its pairs again"
+    )
+
+
+def read_parts(
+    files: Sequence[Path],
+    read: Callable[[list[Path]], pl.DataFrame],
+    repair: Callable[[], str],
+    what: str = "part",
+) -> pl.DataFrame:
+    """``read(files)``, or :class:`DamagedRunError` naming the first file that cannot be read
+    and the command that repairs it (``repair()``)."""
+    try:
+        return read(list(files))
+    except READ_ERRORS:
+        for f in files:
+            problem = part_problem(f) if f.is_file() else "missing"
+            if problem:
+                raise DamagedRunError(f"{what} {f} is damaged ({problem}); {repair()}") from None
+        raise  # every part reads on its own: not damage but a bug, with its traceback
+
+
 def slug(label: str) -> str:
     """A folder name for a policy label: readable, safe, and unique (short hash)."""
     readable = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)[:60]
@@ -56,20 +130,142 @@ def chunk_path(run: Path, table: str, label: str, index: int) -> Path:
     return run / table / slug(label) / f"chunk-{index:05d}.parquet"
 
 
-def chunk_done(run: Path, label: str, index: int) -> bool:
-    return all(chunk_path(run, t, label, index).exists() for t in TABLES)
+#: the folder of a run holding one done-marker per (policy, chunk)
+DONE_DIR = "done"
 
 
-def read_table(table: str, files: Path) -> pl.DataFrame:
+def done_path(run: Path, label: str, index: int) -> Path:
+    return run / DONE_DIR / slug(label) / f"chunk-{index:05d}.json"
+
+
+def cases_digest(case_ids: Iterable[str]) -> str:
+    """A short hash of a chunk's case ids (in order): which cases its parts hold."""
+    h = hashlib.sha256()
+    for c in case_ids:
+        h.update(c.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def write_done(run: Path, label: str, index: int, attribution: dict[str, Any]) -> None:
+    """The done-marker of a (chunk, policy), written after its parts: each part's rows and
+    bytes, and ``attribution`` (what the parts were made from: policy, corpus, cases)."""
+    parts = {}
+    for t in TABLES:
+        path = chunk_path(run, t, label, index)
+        parts[t] = {
+            "file": path.name,
+            "rows": pq.read_metadata(path).num_rows,
+            "bytes": path.stat().st_size,
+        }
+    doc = {"kind": "ctxreplay-chunk", "chunk": index, **attribution, "parts": parts}
+    atomic_write_text(done_path(run, label, index), json.dumps(doc, indent=1, sort_keys=True))
+
+
+def read_done(run: Path, label: str, index: int) -> dict[str, Any] | None:
+    """A (chunk, policy)'s done-marker; None when it is missing or unreadable."""
+    return read_marker(done_path(run, label, index))
+
+
+def read_marker(path: Path) -> dict[str, Any] | None:
+    """A done-marker file, or None when it is missing or unreadable."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("parts"), dict):
+        return None
+    return doc
+
+
+def chunk_problem(
+    run: Path, label: str, index: int, attribution: dict[str, Any] | None = None
+) -> str | None:
+    """Why a (chunk, policy) must be (re)done — no marker, a marker for other cases or another
+    policy, a part missing, unreadable or with other rows than the marker says — or None when
+    its parts are whole and belong to ``attribution``."""
+    marker = read_done(run, label, index)
+    if marker is None:
+        return "no done-marker"
+    for key, want in (attribution or {}).items():
+        if marker.get(key) != want:
+            return f"made for another {key.replace('_', ' ')}"
+    for t in TABLES:
+        path = chunk_path(run, t, label, index)
+        expected = marker["parts"].get(t) or {}
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return f"{t} part missing"
+        if size != expected.get("bytes"):
+            return f"{t} part has {size} bytes, not {expected.get('bytes')}"
+        try:
+            rows = pq.read_metadata(path).num_rows
+        except READ_ERRORS:
+            return f"{t} part unreadable"
+        if rows != expected.get("rows"):
+            return f"{t} part has {rows} rows, not {expected.get('rows')}"
+    return None
+
+
+def chunk_done(
+    run: Path, label: str, index: int, attribution: dict[str, Any] | None = None
+) -> bool:
+    return chunk_problem(run, label, index, attribution) is None
+
+
+def check_markers(run: Path, label: str) -> None:
+    """Every part a done-marker of ``label`` names is there and whole: its size as written (a
+    stat per part: cheap enough for every read), or else its footer readable with the rows the
+    marker counts (a part rewritten whole, e.g. by a migration, is not damage); otherwise
+    :class:`DamagedRunError` naming it."""
+    folder = run / DONE_DIR / slug(label)
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.glob("chunk-*.json")):
+        marker = read_marker(path)
+        if marker is None:
+            continue
+        index = path.stem.split("-", 1)[1]
+        for t in TABLES:
+            expected = marker["parts"].get(t) or {}
+            part = run / t / slug(label) / f"chunk-{index}.parquet"
+            try:
+                size = part.stat().st_size
+            except OSError:
+                raise DamagedRunError(f"part {part} is missing; {replay_repair(run)}") from None
+            if size == expected.get("bytes"):
+                continue
+            try:
+                rows = pq.read_metadata(part).num_rows
+            except READ_ERRORS as e:
+                raise DamagedRunError(
+                    f"part {part} is damaged ({_first_line(e)}); {replay_repair(run)}"
+                ) from None
+            if rows != expected.get("rows"):
+                raise DamagedRunError(
+                    f"part {part} is damaged ({rows} rows, written with "
+                    f"{expected.get('rows')}); {replay_repair(run)}"
+                )
+
+
+def read_table(table: str, parts: Sequence[Path], run: Path) -> pl.DataFrame:
     """One policy's chunks of a table. Figures gain columns over versions: chunks written
     before a column existed read it as null (and columns this version does not know are left
-    out), so a run made by an older version still reads, even half resumed by a newer one."""
+    out), so a run made by an older version still reads, even half resumed by a newer one.
+    A part that cannot be read raises :class:`DamagedRunError` naming it."""
+    if not parts:
+        return pl.from_arrow(SCHEMAS[table].empty_table())  # type: ignore[return-value]
     if table != "figures":
-        return pl.read_parquet(files)
+        return read_parts(parts, pl.read_parquet, lambda: replay_repair(run))
     schema = pl.from_arrow(FIGURES.empty_table()).schema  # type: ignore[union-attr]
-    return pl.scan_parquet(
-        files, schema=schema, missing_columns="insert", extra_columns="ignore"
-    ).collect()
+    return read_parts(
+        parts,
+        lambda fs: pl.scan_parquet(
+            fs, schema=schema, missing_columns="insert", extra_columns="ignore"
+        ).collect(),
+        lambda: replay_repair(run),
+    )
 
 
 class Run:
@@ -78,6 +274,19 @@ class Run:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.manifest: dict[str, Any] = read_manifest(self.path, "run", RunError)
+        self._checked: set[str] = set()
+        if not isinstance(self.manifest.get("policies"), dict):
+            raise DamagedRunError(
+                f"{self.path / 'manifest.json'} is damaged (no policies); {replay_repair(self.path)}"
+            )
+
+    def check(self, labels: Iterable[str] | None = None) -> None:
+        """Every part the done-markers of these policies (default: all) name is there, whole in
+        size; else :class:`DamagedRunError`. Done once per policy and ``Run``."""
+        for label in self.policies if labels is None else labels:
+            if label not in self._checked:
+                check_markers(self.path, label)
+                self._checked.add(label)
 
     @property
     def corpus(self) -> Corpus:
@@ -97,10 +306,13 @@ class Run:
 
     def table(self, table: str, policy: str | None = None) -> pl.DataFrame:
         labels = [self.resolve_policy(policy)] if policy else self.policies
+        self.check(labels)  # every table of these policies: a reader of one reads the others
         frames = [
-            read_table(table, self.path / table / slug(label) / "*.parquet")
+            read_table(
+                table, sorted((self.path / table / slug(label)).glob("*.parquet")), self.path
+            )
             for label in labels
-            if (self.path / table / slug(label)).exists()
+            if (self.path / table / slug(label)).is_dir()
         ]
         if not frames:
             return pl.from_arrow(SCHEMAS[table].empty_table())  # type: ignore[return-value]
@@ -138,17 +350,118 @@ class Run:
         return out
 
 
+#: the suffix a damaged file is renamed with when it is set aside
+DAMAGED_SUFFIX = ".damaged"
+
+
+def _verdict_folders(run: Path) -> list[Path]:
+    root = run / "verdicts"
+    if root.exists() and not root.is_dir():
+        raise DamagedRunError(
+            f"{root} is a file, not the verdicts folder; re-run `ctxreplay judge {run}`: "
+            "it sets the file aside"
+        )
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
+
+
+def _judge_of(folder: Path) -> str | None:
+    """The judge label of a verdicts folder, from any readable part (None: none reads)."""
+    for part in sorted(folder.glob("*.parquet")):
+        try:
+            col = pq.read_table(part, columns=["judge"]).column("judge")
+        except READ_ERRORS:
+            continue
+        if len(col):
+            return str(col[0].as_py())
+    return None
+
+
+def _read_verdict_parts(parts: list[Path]) -> pl.DataFrame:
+    """Verdict parts of one judge; a column added since a part was written reads as null."""
+    schema = pl.from_arrow(VERDICTS.empty_table()).schema  # type: ignore[union-attr]
+    return pl.scan_parquet(
+        parts, schema=schema, missing_columns="insert", extra_columns="ignore"
+    ).collect()
+
+
 def read_verdicts(run_path: str | os.PathLike[str], judge: str | None = None) -> pl.DataFrame:
-    """Every verdict of a run (one per case, policy and judge)."""
-    root = Path(run_path) / "verdicts"
-    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
-    frames = [pl.read_parquet(f / "*.parquet") for f in folders if any(f.glob("*.parquet"))]
+    """Every verdict of a run (one per case, policy and judge). A part that cannot be read
+    raises :class:`DamagedRunError` naming it and the judge command that repairs it."""
+    run = Path(run_path)
+    frames = []
+    for f in _verdict_folders(run):
+        parts = sorted(f.glob("*.parquet"))
+        if parts:
+            frames.append(
+                read_parts(
+                    parts,
+                    _read_verdict_parts,
+                    lambda f=f: judge_repair(run, _judge_of(f)),  # type: ignore[misc]
+                    "verdict part",
+                )
+            )
     if not frames:
         return pl.from_arrow(VERDICTS.empty_table())  # type: ignore[return-value]
     frame = pl.concat(frames, how="vertical_relaxed")
     if judge is not None:
         frame = frame.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge))
     return frame.unique(["judge", "policy", "case_id"], keep="first", maintain_order=True)
+
+
+def set_aside(path: Path) -> Path:
+    """Rename a damaged file to ``NAME.damaged`` (``NAME.damaged-2``, … when taken): kept for
+    inspection, never read again."""
+    target = path.with_name(path.name + DAMAGED_SUFFIX)
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}{DAMAGED_SUFFIX}-{n}")
+    path.rename(target)
+    return target
+
+
+def set_aside_damaged_verdicts(run_path: str | os.PathLike[str], judge: str) -> list[Path]:
+    """Before judging: a ``verdicts`` that is a file, or a verdict part of ``judge`` that does not
+    read, is set aside (:func:`set_aside`), so its pairs are judged again. Returns the new names."""
+    run = Path(run_path)
+    moved: list[Path] = []
+    root = run / "verdicts"
+    if root.exists() and not root.is_dir():
+        moved.append(set_aside(root))
+    folder = root / slug(judge)
+    if folder.exists() and not folder.is_dir():
+        moved.append(set_aside(folder))
+    elif folder.is_dir():
+        for part in sorted(folder.glob("*.parquet")):
+            if part_problem(part) is not None:
+                moved.append(set_aside(part))
+    return moved
+
+
+def drop_verdicts(parts: Sequence[Path], pairs: set[tuple[str, str]]) -> int:
+    """Remove the rows of ``pairs`` (policy, case_id) from these verdict parts, each part
+    rewritten atomically (removed when nothing is left): the judge does this once their new
+    rows are written, so one verdict per pair remains. Returns the rows removed."""
+    removed = 0
+    for part in parts:
+        if not part.is_file():
+            continue
+        table = pq.read_table(part)
+        keep = [
+            (p, c) not in pairs
+            for p, c in zip(
+                table.column("policy").to_pylist(), table.column("case_id").to_pylist(), strict=True
+            )
+        ]
+        gone = keep.count(False)
+        if not gone:
+            continue
+        removed += gone
+        if gone == len(keep):
+            part.unlink()
+        else:
+            atomic_write_table(table.filter(pa.array(keep)), None, part)
+    return removed
 
 
 def judge_label(
@@ -246,9 +559,14 @@ class SidecarStore:
         return self.root / digest[:2] / digest
 
     def put(self, payload: bytes) -> str:
+        """Store ``payload`` (again, when the stored copy has another size: damaged)."""
         digest = hashlib.sha256(payload).hexdigest()
         path = self._path(digest)
-        if not path.exists():
+        try:
+            whole = path.stat().st_size == len(payload)
+        except OSError:
+            whole = False
+        if not whole:
             atomic_write_bytes(path, payload)
         return f"sha256:{digest}"
 
@@ -277,10 +595,13 @@ class SidecarStore:
         digest = self.resolve(ref)
         path = self._path(digest)
         if not path.exists():
-            raise SidecarError(f"no payload for {ref} in {self.root}")
-        data = path.read_bytes()
+            raise SidecarError(f"no payload for {ref} in {self.root} (file {path} missing)")
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise SidecarError(f"payload {ref} does not read ({path}: {e.strerror})") from None
         if hashlib.sha256(data).hexdigest() != digest:
-            raise SidecarError(f"payload {ref} is corrupt: its sha256 no longer matches")
+            raise SidecarError(f"payload {ref} is corrupt: {path} no longer matches its sha256")
         return data
 
     def __contains__(self, ref: object) -> bool:

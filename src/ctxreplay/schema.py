@@ -344,6 +344,7 @@ VERDICTS = table(
         ("dependencies", I32, "dependencies the judge checked"),
         ("recoverable", I32, "losses whose payload the view can still recover"),
         ("unscored_reason", S, "why no verdict could be given"),
+        ("retryable", B, "unscored after a transient failure: `judge --retry-unscored` asks again"),
         ("explanation", S, "the judge's account of a scored verdict"),
         ("prompt_tokens", I64, "LLM judge prompt tokens"),
         ("completion_tokens", I64, "LLM judge completion tokens"),

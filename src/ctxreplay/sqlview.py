@@ -19,6 +19,10 @@ from .errors import CtxreplayError
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+class SqlError(CtxreplayError):
+    """A query DuckDB could not run (syntax, unknown table or column, ...)."""
+
+
 def _quote(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
@@ -48,7 +52,13 @@ def connect_folder(
     views = tables_in(folder)
     manifest = folder / "manifest.json"
     if manifest.exists():
-        corpus = json.loads(manifest.read_text()).get("corpus_path")
+        try:
+            doc = json.loads(manifest.read_text())
+        except (OSError, ValueError) as e:
+            raise SqlError(
+                f"{manifest} is damaged ({e}); re-run the command that made {folder}"
+            ) from None
+        corpus = doc.get("corpus_path") if isinstance(doc, dict) else None
         if corpus and Path(corpus).exists():
             for name, spec in tables_in(Path(corpus)).items():
                 views.setdefault(name, spec)
@@ -62,8 +72,16 @@ def connect_folder(
     return con
 
 
-class SqlError(CtxreplayError):
-    """A query DuckDB could not run (syntax, unknown table or column, ...)."""
+def query_folder(folder: Path, query: str) -> pl.DataFrame:
+    """``query`` over the folder's tables; a damaged table or a bad query is one ``SqlError``."""
+    try:
+        with connect_folder(folder) as con:
+            return run_query(con, query)
+    except duckdb.Error as e:
+        raise SqlError(
+            f"{folder}: a table is damaged ({str(e).splitlines()[0]}); re-run the command that "
+            "wrote it (a resumed replay or judge redoes damaged parts)"
+        ) from None
 
 
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pl.DataFrame:

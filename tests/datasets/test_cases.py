@@ -13,33 +13,10 @@ from ctxreplay.datasets.cases import (
     parse_trigger,
     read_cases,
 )
-from ctxreplay.datasets.messages import Message, Part, Session
-from ctxreplay.datasets.store import Corpus, CorpusWriter
+from ctxreplay.datasets.store import Corpus
 from ctxreplay.datasets.tokenizer import get_tokenizer
-from ctxreplay.datasets.validate import validate_session
 
-
-def convo(name: str, turns: int, body: str = "x") -> list[Message]:
-    """system; then per turn: user, assistant call, tool result, assistant answer."""
-    msgs = [Message("system", (Part.text("sys"),))]
-    for t in range(1, turns + 1):
-        msgs += [
-            Message("user", (Part.text(f"question {t}"),)),
-            Message("assistant", (Part.call(f"{name}{t}", "lookup", {"q": t}),)),
-            Message("tool", (Part.response(f"{name}{t}", body * 50),)),
-            Message("assistant", (Part.text(f"answer {t}"),)),
-        ]
-    return msgs
-
-
-@pytest.fixture
-def corpus(tmp_path) -> Corpus:
-    w = CorpusWriter(tmp_path / "c", get_tokenizer())
-    for name, turns, body in (("a", 3, "alpha "), ("b", 5, "beta beta "), ("c", 1, "g ")):
-        s = Session("openai-chat", name, convo(name, turns, body), key=name, session_id=f"s-{name}")
-        w.add(validate_session(s))
-    w.close([])
-    return Corpus(tmp_path / "c")
+from builders import convo
 
 
 def test_user_turn_cuts_are_request_points(corpus: Corpus) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import corpus_path
 from ctxreplay.datasets.export import export_corpus
 from ctxreplay.datasets.importers import importers
 from ctxreplay.datasets.importers.openai_chat import EXT
@@ -16,6 +15,8 @@ from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Message, Part, Usage
 from ctxreplay.datasets.openai_format import to_openai
 from ctxreplay.datasets.store import Corpus, CorpusError
+
+from builders import corpus_path
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -64,9 +65,9 @@ SESSION_COLUMNS = [
 ]
 
 
-def roundtrip(paths: list[Path], tmp: Path) -> tuple[Corpus, Corpus, Path, Path]:
+def roundtrip(paths: list[Path], tmp: Path, sessions: int) -> tuple[Corpus, Corpus, Path, Path]:
     first = import_paths(paths, tmp / "a", progress=False)
-    assert first.sessions > 0
+    assert first.sessions == sessions
     n = export_corpus(tmp / "a", tmp / "a.jsonl")
     assert n == first.sessions
     second = import_paths([tmp / "a.jsonl"], tmp / "b", fmt="openai-chat", progress=False)
@@ -96,17 +97,17 @@ def _without_format(path: Path) -> list[dict[str, object]]:
 
 def test_roundtrip_on_our_fixtures(tmp_path: Path) -> None:
     paths = [FIX / "openai_chat", FIX / "anthropic", FIX / "otel"]
-    a, b, export_a, export_b = roundtrip(paths, tmp_path)
+    a, b, export_a, export_b = roundtrip(paths, tmp_path, sessions=16)
     assert_same_tables(a, b)
     assert set(b.sessions()["source_format"]) == {"openai-chat"}  # the format actually read
     # a second export differs from the first only in source_format
     assert _without_format(export_a) == _without_format(export_b)
     # flags, usage, errors and media actually took part in the comparison
     m = a.messages()
-    assert m.filter(pl.col("flags").is_not_null()).height >= 1
-    assert m.filter(pl.col("is_error")).height >= 1
-    assert m["usage_cached_tokens"].drop_nulls().len() >= 2
-    assert m["image_count"].sum() >= 4 and m["file_count"].sum() >= 4
+    assert m.filter(pl.col("flags").is_not_null())["flags"].to_list() == [["arguments_not_json"]]
+    assert m.filter(pl.col("is_error")).height == 1
+    assert m["usage_cached_tokens"].drop_nulls().len() == 3
+    assert (m["image_count"].sum(), m["file_count"].sum()) == (6, 5)
     assert set(m["role"]) == {"system", "developer", "user", "assistant", "tool"}
 
 
@@ -167,11 +168,11 @@ def test_provider_rendering_without_extensions_is_plain_openai() -> None:
     assert [{k: v for k, v in m.items() if k != EXT} for m in extended] == plain
 
 
-REAL = {
-    "tau-bench": ("tau-bench",),
-    "tau2-bench": ("tau2-bench",),
-    "swe-agent": ("swe-agent",),
-    "openhands": ("openhands",),
+REAL = {  # format: (folder in ../shared/corpora, sessions it holds)
+    "tau-bench": ("tau-bench", 200),
+    "tau2-bench": ("tau2-bench", 60),
+    "swe-agent": ("swe-agent", 22),
+    "openhands": ("openhands", 43),  # 45 instances, 2 with an empty history (rejects)
 }
 
 
@@ -180,7 +181,7 @@ REAL = {
 def test_roundtrip_on_real_corpora(fmt: str, tmp_path: Path) -> None:
     if fmt not in importers:
         pytest.skip(f"the {fmt} importer is not registered yet")
-    source = corpus_path(*REAL[fmt])
-    a, b, _, _ = roundtrip([source], tmp_path)
+    folder, sessions = REAL[fmt]
+    a, b, _, _ = roundtrip([corpus_path(folder)], tmp_path, sessions)
     assert set(a.sessions()["source_format"]) == {fmt}
     assert_same_tables(a, b)

@@ -6,24 +6,16 @@ import itertools
 import json
 from pathlib import Path
 
-from conftest import FIXTURES, corpus_path
 from ctxreplay.datasets.importers import detect, get_importer
 from ctxreplay.datasets.ingest import import_paths
-from ctxreplay.datasets.messages import Part, Session
-from ctxreplay.datasets.rejects import Reject
+from ctxreplay.datasets.messages import Part
 from ctxreplay.datasets.store import Corpus
+
+from builders import FIXTURES, corpus_path, read_items
 
 OH = FIXTURES / "openhands" / "output_small.jsonl"
 FLAG = "from_instruction"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-
-
-def read() -> tuple[list[Session], list[Reject]]:
-    items = list(get_importer("openhands").read(OH))
-    return (
-        [i for i in items if isinstance(i, Session)],
-        [i for i in items if isinstance(i, Reject)],
-    )
 
 
 def test_fixture_is_detected() -> None:
@@ -33,7 +25,7 @@ def test_fixture_is_detected() -> None:
 
 
 def test_events_become_messages() -> None:
-    sessions, _ = read()
+    sessions, _ = read_items("openhands", OH)
     s = sessions[0]
     assert s.source_session_id == "inst-a"
     assert s.workload == "openhands/safety_small"
@@ -66,14 +58,14 @@ def test_events_become_messages() -> None:
 
 
 def test_parallel_actions_share_one_assistant_message() -> None:
-    sessions, _ = read()
+    sessions, _ = read_items("openhands", OH)
     parallel = sessions[0].messages[3]
     assert [p.id for p in parallel.calls] == ["call_2", "call_3"]
     assert sessions[0].metadata["parallel_call_groups"] == 1
 
 
 def test_screenshot_is_an_image_part_and_counted(tmp_path: Path) -> None:
-    sessions, _ = read()
+    sessions, _ = read_items("openhands", OH)
     browser = sessions[0].messages[4]
     assert browser.parts[1] == Part("blob", content=PNG, mime_type="image/png", modality="image")
     assert browser.image_count == 1
@@ -83,7 +75,7 @@ def test_screenshot_is_an_image_part_and_counted(tmp_path: Path) -> None:
 
 
 def test_observation_error_marks_the_result() -> None:
-    sessions, _ = read()
+    sessions, _ = read_items("openhands", OH)
     editor = sessions[0].messages[5]
     assert editor.is_error
     assert editor.responses[0].content == (
@@ -93,7 +85,7 @@ def test_observation_error_marks_the_result() -> None:
 
 
 def test_instruction_inserted_and_unanswered_action_kept() -> None:
-    sessions, _ = read()
+    sessions, _ = read_items("openhands", OH)
     s = sessions[1]
     assert s.source_session_id == "inst-b"
     assert [m.role for m in s.messages] == ["user", "assistant"]
@@ -144,13 +136,18 @@ def test_real_openhands(tmp_path: Path) -> None:
     (path,) = corpus_path("openhands").rglob("*.jsonl")
     assert detect(path) == "openhands"
     summary = import_paths([path], tmp_path / "c", progress=False)
-    assert summary.rejects == 0
-    assert summary.sessions == 45
+    # two instances have an empty history: nothing happened, they are rejects, not sessions
+    assert dict(summary.rejected) == {"empty_session": 2}
+    assert summary.sessions == 43
     source = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     ids = [r["instance_id"] for r in source]
     assert len(set(ids)) == len(ids) == 45  # no instance appears twice in this file
+    empty = {r["instance_id"] for r in source if not r["history"]}
+    assert set(Corpus(tmp_path / "c").rejects()["session_id"]) == empty
     rows = {r["source_session_id"]: r for r in Corpus(tmp_path / "c").sessions().to_dicts()}
     for rec in source:
+        if rec["instance_id"] in empty:
+            continue
         row = rows[rec["instance_id"]]
         assert (row["n_messages"], row["n_tool_calls"], row["n_tool_results"]) == _expected(rec)
         assert row["n_user_turns"] >= 1

@@ -140,17 +140,23 @@ def test_flattened_spans_events_media_and_session_keys() -> None:
     ]
 
 
-def test_history_mismatch_is_noted_not_fatal(tmp_path: Path) -> None:
+def test_calls_that_disagree_are_split_not_merged_away(tmp_path: Path) -> None:
     rows = [
         span("2025-01-01T00:00:00Z", "c", [user("a")], [bot("b")]),
         span("2025-01-01T00:00:01Z", "c", [user("a"), bot("DIFFERENT"), user("c")], [bot("d")]),
     ]
     sessions, rejects, _ = read(write_jsonl(tmp_path / "m.jsonl", rows))
     assert rejects == []
-    (s,) = sessions
-    assert [m.text for m in s.messages] == ["a", "DIFFERENT", "c", "d"]
-    assert s.metadata["history_mismatch"] == [{"record": 0, "span": "$", "message": 1}]
-    assert s.messages[1].usage is None  # the first call's usage has no message to go to
+    longest, other = sessions  # the longest history first, then the call that disagrees
+    assert [m.text for m in longest.messages] == ["a", "DIFFERENT", "c", "d"]
+    assert [m.text for m in other.messages] == ["a", "b"]
+    assert (longest.key, other.key) == ("conversation:c", "conversation:c#2")
+    assert longest.source_session_id == other.source_session_id == "c"
+    assert longest.metadata["split"] == {"part": 1, "of": 2}
+    assert other.metadata["split"] == {"part": 2, "of": 2}
+    for s in sessions:
+        assert "conversation_split" in s.messages[0].flags
+    assert longest.messages[1].usage is None  # the first call's usage stays with its own session
 
 
 def test_start_time_orders_calls_and_the_longest_history_wins(tmp_path: Path) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import FIXTURES, corpus_path
 from ctxreplay.datasets.importers import detect, get_importer
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Part, Session
 from ctxreplay.datasets.rejects import Reject
 from ctxreplay.datasets.store import Corpus
+
+from builders import FIXTURES, corpus_path
 
 SWE = FIXTURES / "swe-agent"
 

@@ -7,23 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, corpus_path
 from ctxreplay.datasets.importers import detect, get_importer
 from ctxreplay.datasets.ingest import import_paths
-from ctxreplay.datasets.messages import Part, Session, Usage
-from ctxreplay.datasets.rejects import Reject
+from ctxreplay.datasets.messages import Part, Usage
 from ctxreplay.datasets.store import Corpus
+
+from builders import FIXTURES, corpus_path, read_items
 
 TAU = FIXTURES / "tau-bench" / "gpt-test-airline.json"
 TAU2 = FIXTURES / "tau2-bench" / "results_small.json"
-
-
-def read(fmt: str, path: Path) -> tuple[list[Session], list[Reject]]:
-    items = list(get_importer(fmt).read(path))
-    return (
-        [i for i in items if isinstance(i, Session)],
-        [i for i in items if isinstance(i, Reject)],
-    )
 
 
 # --- tau-bench fixture ---------------------------------------------------------------------
@@ -36,7 +28,7 @@ def test_tau_bench_fixture_is_detected() -> None:
 
 
 def test_tau_bench_fixture_messages_and_metadata() -> None:
-    sessions, rejects = read("tau-bench", TAU)
+    sessions, rejects = read_items("tau-bench", TAU)
     assert [s.source_session_id for s in sessions] == ["task-3/trial-0", "task-5/trial-0"]
     assert [r.session_id for r in rejects] == ["4"]
     s = sessions[0]
@@ -65,7 +57,7 @@ def test_tau_bench_fixture_messages_and_metadata() -> None:
 
 
 def test_tau_bench_reused_call_id_is_renamed_and_paired() -> None:
-    sessions, _ = read("tau-bench", TAU)
+    sessions, _ = read_items("tau-bench", TAU)
     msgs = sessions[0].messages
     assert msgs[5].calls[0].id == "call_1#2"
     assert msgs[6].responses[0].id == "call_1#2"
@@ -95,7 +87,7 @@ def test_tau2_fixture_is_detected() -> None:
 
 
 def test_tau2_system_prompt_rebuilt_from_policy() -> None:
-    sessions, _ = read("tau2-bench", TAU2)
+    sessions, _ = read_items("tau2-bench", TAU2)
     system = sessions[0].messages[0]
     assert system.role == "system"
     assert system.flags == ("system_rebuilt",)
@@ -105,7 +97,7 @@ def test_tau2_system_prompt_rebuilt_from_policy() -> None:
 
 
 def test_tau2_messages_roles_and_parts() -> None:
-    sessions, _ = read("tau2-bench", TAU2)
+    sessions, _ = read_items("tau2-bench", TAU2)
     s = sessions[0]
     assert s.source_session_id == "sim-1"
     assert s.workload == "tau2-bench/telecom"
@@ -133,7 +125,7 @@ def test_tau2_messages_roles_and_parts() -> None:
 
 
 def test_tau2_user_side_tool_traffic_is_kept_invisible() -> None:
-    sessions, _ = read("tau2-bench", TAU2)
+    sessions, _ = read_items("tau2-bench", TAU2)
     msgs = sessions[0].messages
     user_call, user_result = msgs[6], msgs[7]
     assert (user_call.role, user_call.visible) == ("user", False)
@@ -144,7 +136,7 @@ def test_tau2_user_side_tool_traffic_is_kept_invisible() -> None:
 
 
 def test_tau2_simulator_usage_goes_to_metadata_not_messages() -> None:
-    sessions, _ = read("tau2-bench", TAU2)
+    sessions, _ = read_items("tau2-bench", TAU2)
     s = sessions[0]
     assert all(m.usage is None for m in s.messages if m.role == "user")
     assert s.metadata["simulator_usage"] == {
@@ -157,7 +149,7 @@ def test_tau2_simulator_usage_goes_to_metadata_not_messages() -> None:
 
 
 def test_tau2_raw_data_is_not_stored_or_counted(tmp_path: Path) -> None:
-    sessions, _ = read("tau2-bench", TAU2)
+    sessions, _ = read_items("tau2-bench", TAU2)
     texts = [t for m in sessions[0].messages for p in m.parts for t in p.token_texts()]
     assert not any("RAWDATA-MARKER" in t for t in texts)
     import_paths([TAU2], tmp_path / "c", progress=False)

@@ -18,33 +18,7 @@ from ctxreplay.datasets.cases import (
     read_cases,
     read_cuts,
 )
-from ctxreplay.datasets.messages import Message, Part, Session
-from ctxreplay.datasets.store import Corpus, CorpusWriter
-from ctxreplay.datasets.tokenizer import get_tokenizer
-from ctxreplay.datasets.validate import validate_session
-
-
-def convo(name: str, turns: int) -> list[Message]:
-    """system; then per turn: user (4k), assistant call (4k+1), tool (4k+2), answer (4k+3)."""
-    msgs = [Message("system", (Part.text("sys"),))]
-    for t in range(1, turns + 1):
-        msgs += [
-            Message("user", (Part.text(f"question {t}"),)),
-            Message("assistant", (Part.call(f"{name}{t}", "lookup", {"q": t}),)),
-            Message("tool", (Part.response(f"{name}{t}", f"result {t} " * 20),)),
-            Message("assistant", (Part.text(f"answer {t}"),)),
-        ]
-    return msgs
-
-
-@pytest.fixture
-def corpus(tmp_path) -> Corpus:
-    w = CorpusWriter(tmp_path / "c", get_tokenizer())
-    for name, turns in (("a", 3), ("b", 5)):
-        s = Session("openai-chat", name, convo(name, turns), key=name, session_id=f"s-{name}")
-        w.add(validate_session(s))
-    w.close([])
-    return Corpus(tmp_path / "c")
+from ctxreplay.datasets.store import Corpus
 
 
 def labels_file(path, rows: list[dict]) -> None:

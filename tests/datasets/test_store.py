@@ -113,9 +113,10 @@ def test_cli_sql_prints_table(tmp_path) -> None:
         main, ["sql", str(tmp_path / "c"), "SELECT count(*) AS n FROM sessions"]
     )
     assert out.exit_code == 0, out.output
-    assert "3" in out.output
+    assert "│ 3   │" in out.output.splitlines()  # the one cell: three sessions
     bad = CliRunner().invoke(main, ["sql", str(tmp_path / "c"), "SELECT * FROM nope"])
-    assert bad.exit_code == 2 and "nope" in bad.output
+    assert bad.exit_code == 2
+    assert bad.output == "error: Catalog Error: Table with name nope does not exist!\n"
 
 
 def test_info_reports_roles_outputs_and_rejects_by_reason(tmp_path) -> None:

@@ -5,13 +5,10 @@ from __future__ import annotations
 import pytest
 
 from ctxreplay.judges.anchor_judge import AnchorJudge
-from ctxreplay.judges.base import JudgeInput
-from ctxreplay.replay.objects import build_index
-from ctxreplay.replay.plan import Edit, Plan, rehearse
-from ctxreplay.replay.view import commit
+from ctxreplay.replay.plan import Edit
 from ctxreplay.text.anchors import extract
 
-from builders import call, count, counted, result, say, system, user, view_input
+from builders import call, counted, result, say, system, user, view_input
 
 BODY = "\n".join(
     f"{i:3d}  def handler_{i}(request): return route(request, {i})" for i in range(1, 80)
@@ -100,7 +97,7 @@ def test_removed_user_constraint_is_a_behavioural_contract_loss() -> None:
 
 def test_fold_with_visible_pointer_is_recoverable_and_without_route_is_routing_loss() -> None:
     verdict, _ = judge_view(Edit("function:get_order:1", "fold"))
-    assert verdict.label == "no_impact" and verdict.recoverable >= 1
+    assert (verdict.label, verdict.dependencies, verdict.recoverable) == ("no_impact", 8, 1)
     verdict, _ = judge_view(
         Edit("function:get_order:1", "fold", note="order looked up", route=False)
     )
@@ -113,17 +110,10 @@ def test_reobtained_anchor_is_not_a_dependency() -> None:
         13, result("c6", "https://track.example.com/p/ZX81")
     )  # not valid as a pair; only text matters
     # re-obtained: the future's tool output shows the URL before the agent uses it
-    prefix, future = tuple(msgs[:13]), tuple(msgs[13:])
-    index = build_index(prefix, count)
-    view = commit(
-        rehearse(Plan.of(Edit("function:get_order:1", "prune")), index),
-        prefix,
-        index,
-        count,
-    )
-    item = JudgeInput("c", "s", "p", prefix, view.messages, future, index, dict(view.actions))
+    prune = Edit("function:get_order:1", "prune")
+    item = view_input(tuple(msgs[:13]), tuple(msgs[13:]), prune, case_id="c")
     verdict = AnchorJudge().judge(item)
-    assert all(loss.anchor != "https://track.example.com/p/ZX81" for loss in verdict.losses)
+    assert (verdict.label, list(verdict.losses)) == ("no_impact", [])  # the URL is not lost
 
 
 @pytest.mark.parametrize(
@@ -156,15 +146,6 @@ def test_anchors_in_most_sessions_are_boilerplate() -> None:
     judge = AnchorJudge()
     judge.use_state(sorted(common))
     msgs = session()
-    prefix, future = tuple(msgs[:13]), tuple(msgs[13:])
-    index = build_index(prefix, count)
-    view = commit(
-        rehearse(Plan.of(Edit("function:get_order:1", "prune")), index),
-        prefix,
-        index,
-        count,
-    )
-    verdict = judge.judge(
-        JudgeInput("c", "s", "p", prefix, view.messages, future, index, dict(view.actions))
-    )
-    assert all(loss.anchor != "https://track.example.com/p/ZX81" for loss in verdict.losses)
+    prune = Edit("function:get_order:1", "prune")
+    verdict = judge.judge(view_input(tuple(msgs[:13]), tuple(msgs[13:]), prune, case_id="c"))
+    assert (verdict.label, list(verdict.losses)) == ("no_impact", [])  # the URL is not lost

@@ -57,7 +57,7 @@ def status_session() -> list:
 
 def test_status_of_the_record_acted_on_is_a_dependency() -> None:
     kept = judge_case(status_session(), 8)
-    assert kept.label == "no_impact" and kept.dependencies > 0
+    assert (kept.label, kept.dependencies, kept.recoverable) == ("no_impact", 5, 0)
     gone = judge_case(status_session(), 8, prune("function:get_details_by_id:1"))
     assert gone.label == "impact"
     # the record that defines line L1002, not the bill that mentions it in passing
@@ -271,7 +271,7 @@ def test_information_the_future_fetches_again_before_using_it_is_not_lost() -> N
 
 def test_recoverable_through_a_visible_pointer_is_not_a_loss() -> None:
     v = judge_case(status_session(), 8, Edit("function:get_details_by_id:1", "fold"))
-    assert v.label == "no_impact" and v.recoverable > 0
+    assert (v.label, v.dependencies, v.recoverable) == ("no_impact", 5, 2)
     hidden = judge_case(
         status_session(), 8, Edit("function:get_details_by_id:1", "fold", route=False)
     )

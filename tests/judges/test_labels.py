@@ -21,6 +21,7 @@ tn 6.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -397,7 +398,7 @@ def test_calibration_is_stored_in_the_run(fx: Fixture) -> None:
     assert doc["sensitivity"] == pytest.approx(1 / 3)
     assert doc["specificity"] == pytest.approx(5 / 6)
     assert doc["kappa"] == pytest.approx(6 / 33)
-    assert doc["created"][:2] == "20" and "T" in doc["created"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", doc["created"])
     assert read_calibration(fx.run, "anchor") == doc
     assert read_calibration(fx.run, "llm") is None
     assert not list(path.parent.glob("*.tmp"))

@@ -85,6 +85,16 @@ class Session:
         return sum(m.tokens for m in self.messages)
 
 
+def reads(n: int = 6, lines: int = 30, *, system: str = "You are a coding agent.") -> Session:
+    """A build investigation: ``n`` ``cat logI.txt`` calls, each answered by ``lines`` of prose."""
+    s = Session()
+    s.system(system)
+    s.user("Investigate the failing build.")
+    for i in range(n):
+        s.step("bash", {"cmd": f"cat log{i}.txt"}, prose(lines, f"log{i}"))
+    return s
+
+
 # --- bodies of known shapes -----------------------------------------------------------------
 
 

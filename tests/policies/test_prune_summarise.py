@@ -11,7 +11,6 @@ import pickle
 import pytest
 
 from ctxreplay.datasets.messages import Message, Part
-from ctxreplay.llm import forget_endpoints
 from ctxreplay.policies.base import all_policies, make_policy, rebuild_policy
 from ctxreplay.policies.prune_summarise import (
     PruneSummarise,
@@ -27,12 +26,7 @@ from ctxreplay.replay.view import view_problems
 from fake_openai import FakeOpenAI, Reply, chat_body
 from sessions import Session, count, prose, shape, with_result
 
-
-@pytest.fixture(autouse=True)
-def _fresh_endpoints():
-    forget_endpoints()
-    yield
-    forget_endpoints()
+pytestmark = pytest.mark.usefixtures("fresh_endpoints")
 
 
 ORDER = {
@@ -119,7 +113,8 @@ def test_eight_pairs_keep_five_gives_one_summary_where_pair_one_was():
     }
     assert out.plan.meta["summarised"] == 3 and out.plan.meta["planner"] == "rules"
     assert out.plan.meta["summary_tokens"] == count(SUMMARY) <= 400
-    assert out.pruning_rate > 0
+    assert (out.view.prefix_tokens, out.view.tokens) == (788, 639)
+    assert out.pruning_rate == pytest.approx(1 - 639 / 788)
 
 
 def test_the_archive_is_the_exact_original_with_no_visible_route():

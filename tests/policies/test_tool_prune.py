@@ -2,18 +2,9 @@ from ctxreplay.datasets.messages import Part
 from ctxreplay.policies.base import make_policy
 from ctxreplay.replay.plan import Edit, Plan, rehearse
 
-from sessions import Session, count, prose, shape, with_result
+from sessions import Session, count, prose, reads, shape, with_result
 
 CLEARED = "[Old tool result content cleared]"
-
-
-def reads(n: int, lines: int = 30) -> Session:
-    s = Session()
-    s.system("You are a coding agent.")
-    s.user("Investigate the failing build.")
-    for i in range(n):
-        s.step("bash", {"cmd": f"cat log{i}.txt"}, prose(lines, f"log{i}"))
-    return s
 
 
 def test_defaults_follow_opencode_and_anthropic():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -10,7 +11,7 @@ import pytest
 
 from ctxreplay.reports import ReportError, export_verdicts
 from ctxreplay.reports.exports import trace_keys
-from ctxreplay.runs import read_verdicts
+from ctxreplay.runs import Run, read_verdicts
 
 
 def _attrs(record: dict) -> dict:
@@ -30,17 +31,24 @@ def test_otel_events_one_per_verdict(small_run: Path, tmp_path: Path):
     [scope] = resource["scopeLogs"]
     records = scope["logRecords"]
     assert len(records) == verdicts.height
+    completed = datetime.fromisoformat(Run(small_run).manifest["completed_at"])
+    explanations = {
+        (v["policy"], v["case_id"]): v["explanation"] for v in verdicts.iter_rows(named=True)
+    }
     seen = set()
     for r in records:
         assert r["eventName"] == "gen_ai.evaluation.result"
-        assert int(r["timeUnixNano"]) > 0
+        assert int(r["timeUnixNano"]) == int(completed.timestamp() * 1e9)  # the run's end
         a = _attrs(r)
         assert a["gen_ai.evaluation.name"] == f"ctxreplay.no_impact[{a['ctxreplay.policy']}|flow]"
         assert a["gen_ai.evaluation.score.label"] in ("no_impact", "impact")
         assert a["gen_ai.evaluation.score.value"] == (
             1.0 if a["gen_ai.evaluation.score.label"] == "no_impact" else 0.0
         )
-        assert a["gen_ai.evaluation.explanation"]
+        assert (
+            a["gen_ai.evaluation.explanation"]
+            == (explanations[a["ctxreplay.policy"], a["ctxreplay.case_id"]])
+        )
         assert a["gen_ai.conversation.id"] == a["ctxreplay.session_id"]  # synthetic: same id
         seen.add((a["ctxreplay.policy"], a["ctxreplay.case_id"]))
         assert "traceId" not in r
@@ -99,16 +107,16 @@ def test_langfuse_rows_one_per_verdict(small_run: Path, tmp_path: Path):
 
 def test_exports_key_by_the_source_trace_when_known(otel_run: Path, tmp_path: Path):
     verdicts = read_verdicts(otel_run, "flow")
-    assert verdicts.height > 0
+    assert verdicts.height == 2  # one case (conv-B's second request) × noop and tool-prune
     summary = export_verdicts(otel_run, "phoenix", tmp_path / "p.parquet")
     assert summary.by_trace == verdicts.height
     frame = pl.read_parquet(tmp_path / "p.parquet")
     assert frame["context.trace_id"].is_not_null().all()
     assert (frame["source_session_id"] != frame["session_id"]).all()  # conv-… ids from the trace
     export_verdicts(otel_run, "langfuse", tmp_path / "l.jsonl")
-    for line in (tmp_path / "l.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        assert row["traceId"] and "sessionId" not in row
+    rows = [json.loads(line) for line in (tmp_path / "l.jsonl").read_text().splitlines()]
+    assert [r["traceId"] for r in rows] == ["0xaaa", "0xaaa"]  # conv-B's trace
+    assert not any("sessionId" in r for r in rows)
     export_verdicts(otel_run, "otel", tmp_path / "o.json")
     doc = json.loads((tmp_path / "o.json").read_text())
     for r in doc["resourceLogs"][0]["scopeLogs"][0]["logRecords"]:

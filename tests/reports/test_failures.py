@@ -5,6 +5,7 @@ prunes something."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -12,13 +13,12 @@ import pytest
 
 from ctxreplay.engines.judge import run_judge
 from ctxreplay.engines.replay import run_replay
-from ctxreplay.policies.base import Policy, policy
+from ctxreplay.policies.base import Policy, policies, policy
 from ctxreplay.replay.context import PrefixContext
 from ctxreplay.replay.plan import Plan, PlannerError
 from ctxreplay.reports import build_report
 
 
-@policy("test-always-fails")
 class AlwaysFails(Policy):
     """A planner that fails on every case (as a dead model endpoint would)."""
 
@@ -27,7 +27,15 @@ class AlwaysFails(Policy):
 
 
 @pytest.fixture(scope="module")
-def failing_run(synth_corpus: Path, synth_cases: Path, tmp_path_factory) -> Path:
+def failing_run(synth_corpus: Path, synth_cases: Path, tmp_path_factory) -> Iterator[Path]:
+    policy("test-always-fails")(AlwaysFails)  # registered for this module only
+    try:
+        yield _failing_run(synth_corpus, synth_cases, tmp_path_factory)
+    finally:
+        policies._items.pop("test-always-fails", None)
+
+
+def _failing_run(synth_corpus: Path, synth_cases: Path, tmp_path_factory) -> Path:
     run = tmp_path_factory.mktemp("fail") / "run"
     policies = ["noop", "test-always-fails", "tool-prune", "tool-prune:keep=3,placeholder=x"]
     run_replay(synth_corpus, synth_cases, policies, run, workers=1, progress=False)
@@ -50,7 +58,7 @@ def test_planner_failures_leave_no_impact_and_are_counted(failing_run: Path) -> 
             row["cases"],
         )
     ]
-    terminal = report.render("terminal")
+    terminal = report.render("terminal", width=0)  # one line per row
     assert "Cases without a score, and why" in terminal
     lines = terminal.splitlines()
     after = lines[lines.index("No-impact and pruning by policy") :]

@@ -231,9 +231,12 @@ def test_no_impact_table_appends_the_recovery_price(report, sweep_run: Path) -> 
     assert table.columns[-len(RECOVERY_SCHEMA) :] == list(RECOVERY_SCHEMA)
     rows = {r["policy"]: r for r in table.to_dicts()}
     fold = rows[_folded(report)]
-    assert fold["recoveries_per_case"] > 0 and fold["recovery_tokens_per_case"] > 0
+    assert fold["recoveries_per_case"] == pytest.approx(182 / 73)
+    assert fold["recovery_tokens_per_case"] == pytest.approx(16049.062367807232)
     assert fold["extra_requests_per_case"] == fold["recoveries_per_case"]
-    assert fold["strict_no_impact_pct"] < fold["no_impact_pct"]
+    assert (fold["strict_no_impact_pct"], fold["no_impact_pct"]) == pytest.approx(
+        (100 * 15 / 73, 100 * 61 / 73)
+    )
     for plain in ("noop", "tool-prune:keep=1"):
         assert rows[plain]["recoveries_per_case"] == 0
         assert rows[plain]["strict_no_impact_pct"] == pytest.approx(rows[plain]["no_impact_pct"])
@@ -308,9 +311,10 @@ def test_gold_frontier_strict_and_with_recovery(report) -> None:
         )
 
     strict, recovery = of("gold"), of("gold_recovery")
-    assert strict["n"] == recovery["n"] > 0  # the labelled cases only
-    assert recovery["no_impact_pct"] > strict["no_impact_pct"]  # recovery brings folds back
-    assert recovery["recoveries_per_case"] > 0 and strict["recoveries_per_case"] == 0
+    assert strict["n"] == recovery["n"] == 20  # the labelled cases only
+    # recovery brings folds back
+    assert (strict["no_impact_pct"], recovery["no_impact_pct"]) == (20.0, 100.0)
+    assert (strict["recoveries_per_case"], recovery["recoveries_per_case"]) == (0, 0.8)
     assert recovery["strict_no_impact_pct"] == pytest.approx(strict["no_impact_pct"])
     levels = report.frontier.levels
     assert set(levels["measure"]) == {"judge", "gold", "gold_recovery"}
@@ -337,7 +341,7 @@ HEADINGS = (
 
 
 def test_every_format_has_the_frontier(report, tmp_path: Path) -> None:
-    terminal = render(report, "terminal")
+    terminal = render(report, "terminal", width=0)  # one line per row
     markdown = render(report, "markdown")
     html = render(report, "html")
     for text in (terminal, markdown, html):
@@ -345,7 +349,18 @@ def test_every_format_has_the_frontier(report, tmp_path: Path) -> None:
             assert heading in text, heading
         assert "strict no-impact %" in text and "Recovery price:" in text
     assert "## Frontier (judge flow): points by family" in markdown
-    assert "★" in terminal and "★" in markdown
+    assert (
+        "noop        noop                                                     73     0.00       "
+        "100.00  [95.00, 100.00]  ★                   100.00  [95.00, 100.00]             0.00"
+        "                 0.00                     0"
+    ) in terminal.splitlines()
+    # noop is on the Pareto set of the judge's points and of the strict gold labels' points
+    noop_rows = [line for line in markdown.splitlines() if line.startswith("| noop | noop |")]
+    assert [line for line in noop_rows if "★" in line] == [
+        "| noop | noop | 73 | 0.00 | 100.00 | [95.00, 100.00] | ★ | 100.00 | [95.00, 100.00] "
+        "| 0.00 | 0.00 | 0 |",
+        "| noop | noop | 20 | 0.00 | 100.00 | [83.89, 100.00] | ★ |",
+    ]
     assert 'id="frontier"' in html and html.count("data:image/png;base64,") == 2
     # the frontier sits right after the no-impact table
     assert terminal.index("No-impact and pruning") < terminal.index(HEADINGS[0])

@@ -13,19 +13,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ctxreplay.reports import RenderError, build_report, tradeoff_plot
+from ctxreplay.reports import RenderError, tradeoff_plot
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(scope="module")
-def report(small_run: Path):
-    return build_report(small_run, bootstrap=200)
-
-
 def test_terminal_tables_are_aligned_with_bracketed_intervals(report):
-    text = report.render()
-    assert text == report.render("terminal")
+    text = report.render(width=0)  # no limit: one line per row (tests/reports/test_width.py)
+    assert text == report.render("terminal", width=0)
     for title in ("No-impact and pruning by policy", "Paired comparisons", "Failure taxonomy"):
         assert title in text
     lines = text.splitlines()
@@ -33,7 +28,11 @@ def test_terminal_tables_are_aligned_with_bracketed_intervals(report):
     widths = {len(line) for line in lines[header + 2 : header + 5]}
     assert max(widths) <= len(lines[header + 1])  # rows fit under the rule
     noop = next(line for line in lines[header:] if line.startswith("noop "))
-    assert "[100.00, 100.00]" in noop and "0.00" in noop
+    assert noop == (
+        "noop           44  44         0           0     0.00              0.00    [0.00, 0.00]"
+        "       100.00  [91.97, 100.00]  [100.00, 100.00]            0.00              100.00"
+        "  [91.97, 100.00]             0.00                 0.00                     0"
+    )
     assert re.search(r"\[\d+\.\d\d, \d+\.\d\d\]", text)
     assert "$ ctxreplay show " in text
 
@@ -46,7 +45,11 @@ def test_markdown_has_pipe_tables_and_headings(report):
     assert "| --- | ---: |" in md
     assert "`ctxreplay show " in md
     tables = [line for line in md.splitlines() if line.startswith("| noop |")]
-    assert tables and all(line.endswith("|") for line in tables)
+    assert tables[0] == (
+        "| noop | 44 | 44 | 0 | 0 | 0.00 | 0.00 | [0.00, 0.00] | 100.00 | [91.97, 100.00] "
+        "| [100.00, 100.00] | 0.00 | 100.00 | [91.97, 100.00] | 0.00 | 0.00 | 0 |"
+    )
+    assert all(line.endswith("|") for line in tables)
 
 
 def test_csv_one_file_per_table(report, tmp_path: Path):
@@ -96,7 +99,8 @@ def test_html_is_one_self_contained_page(report, tmp_path: Path):
     meta = report.meta
     assert meta["corpus_fingerprint"] in page and meta["cases_fingerprint"] in page
     assert "keep_recent" in page  # self-gc's parameters from the manifest
-    assert "seeds" in page and "judge" in page
+    assert "<dt>judge</dt><dd>flow (132 verdicts)</dd>" in page
+    assert "<dt>seeds</dt><dd>replay 0, cases 0, report 0</dd>" in page
 
 
 def test_markdown_save_links_the_plot(report, tmp_path: Path):

@@ -51,3 +51,10 @@ def main() -> None:
     Every option can also be set through the environment variable shown in its help,
     CTXREPLAY_<COMMAND>_<OPTION> (dashes as underscores).
     """
+
+
+def echo_text(text: object) -> None:
+    """Print text that may hold trace content: control characters become visible escapes."""
+    from ..reports.formatting import visible_controls
+
+    click.echo(visible_controls(str(text)))

@@ -8,7 +8,7 @@ import click
 
 from .. import schema
 from ..datasets.store import Corpus
-from .app import fail, main
+from .app import echo_text, fail, main
 from .options import folder, option, out, quiet, seed
 
 
@@ -94,22 +94,21 @@ def sql_cmd(folder: Path, query: str | None, format: str, max_rows: int, describ
     """
     import polars as pl
 
-    from ..sqlview import connect_folder, run_query
+    from ..sqlview import query_folder
 
     if describe:
         click.echo(schema.describe(), nl=False)
         return
     if not query:
         fail("give a QUERY, or --describe to list the tables and their columns", 2)
-    with connect_folder(folder) as con:
-        frame = run_query(con, query)
+    frame = query_folder(folder, query)
     if format == "csv":
         click.echo(frame.write_csv(), nl=False)
     elif format == "json":
         click.echo(frame.write_json())
     else:
         with pl.Config(tbl_rows=max_rows, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200):
-            click.echo(frame)
+            echo_text(frame)
 
 
 @main.command("export")

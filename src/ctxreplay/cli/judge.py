@@ -36,6 +36,12 @@ def judges_cmd() -> None:
     default=None,
     help="Judge at most N pairs (for trying things out).",
 )
+@option(
+    "--retry-unscored",
+    is_flag=True,
+    help="Also ask again the pairs left unscored by transient model failures (timeouts, "
+    "connection errors, 429, 5xx), replacing their verdicts; never those the model answered.",
+)
 @quiet
 def judge_cmd(
     run: Path,
@@ -47,9 +53,11 @@ def judge_cmd(
     concurrency: str | None,
     workers: int,
     limit: int | None,
+    retry_unscored: bool,
     quiet: bool,
 ) -> None:
-    """Give every (case, policy) of a run a verdict; re-runs judge only what is missing."""
+    """Give every (case, policy) of a run a verdict; re-runs judge only what is missing (and,
+    with --retry-unscored, what failed for transient reasons)."""
     from ..engines.judge import run_judge
 
     endpoint = {
@@ -67,6 +75,7 @@ def judge_cmd(
         limit=limit,
         progress=not quiet,
         overrides=overrides,
+        retry_unscored=retry_unscored,
     )
     click.echo(summary.render())
 

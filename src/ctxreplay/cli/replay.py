@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .app import main
+from .app import echo_text, main
 from .labels import deps_labels
 from .options import cases, folder, judge, option, out, quiet, tariff, workers
 
@@ -111,10 +111,21 @@ def sweep_cmd(
 @folder("run")
 @click.argument("case")
 @option("--policy", required=True, help="Policy label or name in the run.")
-@option("--width", type=click.IntRange(min=40), default=160, help="Characters per line.")
-def show_cmd(run: Path, case: str, policy: str, width: int) -> None:
-    """Show a case's prefix and its view side by side, object by object."""
+@judge(
+    default=None,
+    help="Whose losses to show [default: the run's only judge, else the default judge].",
+)
+@option(
+    "--width",
+    type=click.IntRange(min=40),
+    default=None,
+    help="Characters per line [default: the terminal's, 100 when the output is not a terminal].",
+)
+def show_cmd(run: Path, case: str, policy: str, judge: str | None, width: int | None) -> None:
+    """Show a case under a policy: each prefix message with its objects' full ids, what the view
+    removed (pruned, masked, folded, compacted) and its tokens, and, when the run is judged, each
+    loss: its category, the lost span and the future message that needed it."""
     from ..reports.show import render_show
     from ..runs import Run
 
-    click.echo(render_show(Run(run), case, policy, width))
+    echo_text(render_show(Run(run), case, policy, width, judge))

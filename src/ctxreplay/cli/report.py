@@ -7,7 +7,9 @@ from pathlib import Path
 import click
 
 from ..judges.base import DEFAULT_JUDGE
-from .app import fail, main
+from ..reports.formatting import DEFAULT_WIDTH, MIN_WIDTH
+from ..reports.tables import EXAMPLES
+from .app import echo_text, fail, main
 from .labels import deps_labels
 from .options import folder, judge, option, out, seed
 
@@ -41,6 +43,21 @@ REPORT_FORMATS = ["terminal", "markdown", "csv", "json", "html"]
     help="The judge's calibration from a labelled run (RUN/calibration/*.json) to correct "
     "no-impact with [default: the run's own, if any].",
 )
+@option(
+    "--examples",
+    type=click.IntRange(min=0),
+    default=EXAMPLES,
+    help="Example losses shown, in all, in every format: one per policy first, then one per "
+    "category (every loss of a category: `ctxreplay audit RUN --category C`).",
+)
+@option(
+    "--width",
+    type=click.IntRange(min=0),
+    default=None,
+    help=f"Line width of the terminal format; tables wrap their text and split into column "
+    f"groups, never cutting a number; 0: no limit, one line per row [default: the terminal's, "
+    f"{DEFAULT_WIDTH} when the output is not a terminal; at least {MIN_WIDTH}].",
+)
 def report_cmd(
     run: Path,
     judge: str | None,
@@ -50,22 +67,27 @@ def report_cmd(
     seed: int,
     bootstrap: int,
     calibration: Path | None,
+    examples: int,
+    width: int | None,
 ) -> None:
     """No-impact with Wilson intervals, paired tests, taxonomy audit, cost, trade-off plot."""
     from ..reports import build_report
+    from ..reports.formatting import terminal_width
 
+    width = terminal_width(width)  # a bad width fails before any work
     report = build_report(
         run,
         judge=judge,
         reference=reference,
         seed=seed,
         bootstrap=bootstrap,
+        examples=examples,
         calibration_file=calibration,
     )
     if out is None:
-        click.echo(report.render(format or "terminal"))
+        echo_text(report.render(format or "terminal", width))
     else:
-        for path in report.save(out, format):
+        for path in report.save(out, format, width):
             click.echo(f"wrote {path}")
 
 
@@ -103,7 +125,7 @@ def audit_cmd(
         from ..engines.calibrate import missed_dependencies, render_missed
 
         frame = missed_dependencies(run, judge, deps_labels(missed, "--missed"), policy=policy)
-        click.echo(render_missed(frame, judge, max_rows))
+        echo_text(render_missed(frame, judge, max_rows))
         return
     if category is None:
         fail("give --category CATEGORY or --missed deps:LABELS", 2)
@@ -120,7 +142,7 @@ def audit_cmd(
         tbl_width_chars=220,
         tbl_hide_dataframe_shape=True,
     ):
-        click.echo(frame.head(max_rows))
+        echo_text(frame.head(max_rows))
 
 
 @main.command("export-verdicts")

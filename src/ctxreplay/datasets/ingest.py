@@ -1,4 +1,14 @@
-"""``ctxreplay import``: trace files in, a corpus folder out, and a summary a person can read."""
+"""``ctxreplay import``: trace files in, a corpus folder out, and a summary a person can read.
+
+The import never stops for what a file holds. Formats are detected first, for every file, before
+anything is written: a file two formats fit equally well stops the import with a question
+(``AmbiguousFormat``: say ``--format``). Then each record of each file becomes a session, a reject
+(file, record, line, JSON path, reason, raw bytes) or a skip counted by reason; a file that fails
+as a whole (unreadable, or an importer bug) becomes a reject and the next file is read. Every
+file is accounted for: records seen = sessions + rejects + skipped, in the manifest's ``sources``
+and in ``ctxreplay info``. The corpus is built beside its folder and renamed into place at the
+end, so a failed or killed import leaves no half corpus.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +25,57 @@ from tqdm import tqdm
 
 from .importers import detect, get_importer, importers
 from .messages import Session
-from .rejects import Reject
+from .rejects import Reject, Tally, clip
 from .store import CorpusError, CorpusWriter, auto_buckets
 from .tokenizer import DEFAULT_TOKENIZER, get_tokenizer
 from .validate import MAX_MESSAGE_BYTES
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".traj")
+
+
+@dataclass
+class FileAccount:
+    """What became of one file's records: records seen = sessions + rejects + skipped."""
+
+    path: str
+    format: str | None
+    records: int = 0
+    sessions: int = 0
+    messages: int = 0
+    rejects: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    #: reading stopped early (the rest of the file is one ``import_error`` reject)
+    incomplete: bool = False
+
+    @property
+    def outcomes(self) -> int:
+        return self.sessions + self.rejects + sum(self.skipped.values())
+
+    @property
+    def unaccounted(self) -> int:
+        """Records seen that became nothing: always 0 (anything else is a bug)."""
+        return self.records - self.outcomes
+
+    def source(self, path: Path) -> dict[str, Any]:
+        """The file's entry in the manifest's ``sources``."""
+        try:
+            data = path.read_bytes()
+            size, digest = len(data), hashlib.sha256(data).hexdigest()
+        except OSError:
+            size, digest = 0, None
+        out: dict[str, Any] = {
+            "path": self.path,
+            "format": self.format,
+            "bytes": size,
+            "sha256": digest,
+            "records": self.records,
+            "sessions": self.sessions,
+            "rejects": self.rejects,
+            "skipped": dict(sorted(self.skipped.items())),
+        }
+        if self.incomplete:
+            out["incomplete"] = True
+        return out
 
 
 @dataclass
@@ -35,10 +90,17 @@ class ImportSummary:
     bytes: int = 0
     seconds: float = 0.0
     examples: list[str] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    records: int = 0
+    accounts: list[FileAccount] = field(default_factory=list)
 
     @property
     def rejects(self) -> int:
         return sum(self.rejected.values())
+
+    @property
+    def unaccounted(self) -> int:
+        return sum(a.unaccounted for a in self.accounts)
 
     def render(self) -> str:
         lines = [
@@ -49,6 +111,14 @@ class ImportSummary:
             lines.append(
                 "  by format: " + ", ".join(f"{k} {v}" for k, v in sorted(self.by_format.items()))
             )
+        skipped = sum(self.skipped.values())
+        why = ", ".join(f"{k} {v}" for k, v in sorted(self.skipped.items()))
+        lines.append(
+            f"records seen {self.records:,} = {self.sessions:,} sessions + {self.rejects:,} rejects"
+            f" + {skipped:,} skipped" + (f" ({why})" if why else "")
+        )
+        if self.unaccounted:
+            lines.append(f"  {self.unaccounted} records unaccounted for: a bug, please report it")
         if self.rejected:
             lines.append(f"rejected {self.rejects} records:")
             for reason, n in self.rejected.most_common():
@@ -77,17 +147,105 @@ def expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
+def detect_formats(files: list[Path], fmt: str | None) -> dict[Path, str | None]:
+    """The format of every file (``fmt`` when given); raises ``AmbiguousFormat`` for the first
+    file two formats fit equally well, before anything is written."""
+    if fmt is not None:
+        return dict.fromkeys(files, fmt)
+    out: dict[Path, str | None] = {}
+    for path in files:
+        try:
+            out[path] = detect(path)
+        except OSError:
+            out[path] = None  # reading the file will say why
+    return out
+
+
+def _unknown(path: Path) -> Reject:
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        return Reject(str(path), "unreadable_file", str(e), b"")
+    detail = f"no importer recognises this file (formats: {', '.join(importers.names())})"
+    return Reject(str(path), "unknown_format", detail, raw)
+
+
 def read_file(
     path: Path, fmt: str | None, max_message_bytes: int = MAX_MESSAGE_BYTES
 ) -> tuple[str | None, Iterator[Session | Reject]]:
+    """The format and the items of one file (``fmt`` None: detected)."""
     name = fmt or detect(path)
     if name is None:
-        raw = path.read_bytes() if path.exists() else b""
-        detail = f"no importer recognises this file (formats: {', '.join(importers.names())})"
-        return None, iter([Reject(str(path), "unknown_format", detail, raw)])
+        return None, iter([_unknown(path)])
     importer = get_importer(name)
     importer.max_message_bytes = max_message_bytes
     return name, importer.read(path)
+
+
+def account_file(
+    path: Path,
+    name: str | None,
+    take: Any,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+) -> FileAccount:
+    """Read one file, hand each session and reject to ``take(item) -> Reject | int | None``
+    (a reject when the session was refused, else the messages it stored) and account for every
+    record. Never raises for what the file holds."""
+    account = FileAccount(str(path), name)
+    if name is None:
+        take(_unknown(path))
+        account.records = account.rejects = 1
+        return account
+    tally = Tally()
+    try:
+        importer = get_importer(name)
+        importer.max_message_bytes = max_message_bytes
+        tally = importer.tally
+        for item in importer.read(path):
+            if isinstance(item, Session):
+                outcome = take(item)
+                if isinstance(outcome, Reject):
+                    account.rejects += 1
+                else:
+                    account.sessions += 1
+                    account.messages += outcome or 0
+            elif isinstance(item, Reject):
+                item.source_format = item.source_format or name
+                take(item)
+                account.rejects += 1
+            else:
+                take(
+                    Reject(
+                        str(path),
+                        "import_error",
+                        f"the importer produced a {type(item).__name__}",
+                        b"",
+                        name,
+                    )
+                )
+                account.rejects += 1
+    except Exception as e:  # the importer itself failed: the rest of the file is one reject
+        done = account.sessions + account.rejects + sum(tally.skipped.values())
+        take(
+            Reject(
+                str(path),
+                "import_error",
+                clip(
+                    f"reading stopped after {done} records: {type(e).__name__}: {e} "
+                    "(the rest of the file is not imported)"
+                ),
+                b"",
+                name,
+            )
+        )
+        account.rejects += 1
+        account.skipped.update(tally.skipped)
+        account.records = account.outcomes
+        account.incomplete = True
+        return account
+    account.skipped.update(tally.skipped)
+    account.records = tally.seen or account.outcomes
+    return account
 
 
 def import_paths(
@@ -107,46 +265,60 @@ def import_paths(
         raise CorpusError(f"no such file: {missing[0]}")
     if fmt is not None:
         importers.get(fmt)  # unknown names fail before anything is written
-    total = sum(f.stat().st_size for f in files)
-    writer = CorpusWriter(
-        out, get_tokenizer(tokenizer), buckets=buckets or auto_buckets(total), overwrite=overwrite
-    )
-    summary = ImportSummary(Path(out), files=len(files), bytes=total)
-    sources: list[dict[str, Any]] = []
+    target = Path(out)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())) and not overwrite:
+        raise CorpusError(f"{target} exists and is not empty (use --overwrite)")
+    formats = detect_formats(files, fmt)  # an ambiguous file stops the import here
+    total = sum(_size(f) for f in files)
+    summary = ImportSummary(target, files=len(files), bytes=total)
     started = time.perf_counter()
-    bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not progress)
-    for path in files:
-        name, items = read_file(path, fmt, max_message_bytes)
-        per_file: Counter[str] = Counter()
-        for item in items:
-            accepted = _accept(item, writer) if isinstance(item, Session) else item
-            if isinstance(accepted, Reject):
-                accepted.source_format = accepted.source_format or name
-                writer.add_reject(accepted)
-                summary.rejected[accepted.reason] += 1
-                per_file["rejects"] += 1
-                if len(summary.examples) < 5:
-                    summary.examples.append(
-                        f"{accepted.where()}: {accepted.reason}: {accepted.detail[:160]}"
+    with CorpusWriter(
+        target,
+        get_tokenizer(tokenizer),
+        buckets=buckets or auto_buckets(total),
+        overwrite=overwrite,
+    ) as writer:
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not progress)
+        by_location: dict[str, FileAccount] = {}
+
+        def take(item: Session | Reject) -> Reject | int:
+            if isinstance(item, Session):
+                try:
+                    refused = writer.add(item)
+                except Exception as e:
+                    refused = Reject(
+                        item.source_location,
+                        "import_error",
+                        clip(f"the session could not be written: {type(e).__name__}: {e}"),
+                        b"",
+                        item.source_format,
+                        item.source_record,
+                        session_id=item.source_session_id,
                     )
-            else:
-                per_file["sessions"] += 1
-                per_file["messages"] += accepted
-        sources.append(
-            {
-                "path": str(path),
-                "format": name,
-                "bytes": path.stat().st_size,
-                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                "sessions": per_file["sessions"],
-                "rejects": per_file["rejects"],
-            }
-        )
-        if name:
-            summary.by_format[name] += per_file["sessions"]
-        bar.update(path.stat().st_size)
-    bar.close()
-    writer.close(sources)
+                if refused is None:
+                    return len(item.messages)
+                item = refused
+            writer.add_reject(item)
+            summary.rejected[item.reason] += 1
+            if len(summary.examples) < 5:
+                summary.examples.append(f"{item.where()}: {item.reason}: {item.detail[:160]}")
+            return item
+
+        for path in files:
+            account = account_file(path, formats[path], take, max_message_bytes)
+            summary.accounts.append(account)
+            by_location[account.path] = account
+            _late(writer, by_location, summary)
+            bar.update(_size(path))
+        bar.close()
+        writer.flush()
+        _late(writer, by_location, summary)
+        writer.close([a.source(Path(a.path)) for a in summary.accounts])
+    for account in summary.accounts:
+        summary.records += account.records
+        summary.skipped.update(account.skipped)
+        if account.format:
+            summary.by_format[account.format] += account.sessions
     summary.sessions = writer.counts.sessions
     summary.messages = writer.counts.messages
     summary.tokens = writer.counts.tokens
@@ -154,7 +326,18 @@ def import_paths(
     return summary
 
 
-def _accept(session: Session, writer: CorpusWriter) -> Reject | int:
-    """Write one validated session; the number of messages written, or why it was refused."""
-    duplicate = writer.add(session)
-    return duplicate if duplicate is not None else len(session.messages)
+def _late(writer: CorpusWriter, accounts: dict[str, FileAccount], summary: ImportSummary) -> None:
+    """Sessions the writer could not store after all: move them from sessions to rejects."""
+    for reject in writer.take_late_rejects():
+        summary.rejected[reject.reason] += 1
+        account = accounts.get(reject.source_location)
+        if account is not None:
+            account.sessions -= 1
+            account.rejects += 1
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

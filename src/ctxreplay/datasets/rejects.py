@@ -1,8 +1,15 @@
-"""Rejected records: what could not be imported, why, and the raw bytes so nothing is lost."""
+"""Rejected records: what could not be imported, why, and the raw bytes so nothing is lost.
+
+Every record an importer reads ends as exactly one of: a session, a reject (this module), or a
+skip counted by reason (``SKIPS``: a record that is not a conversation, like an OTel span with no
+model call). ``Tally`` is an importer's count of the records it read and of those it skipped; the
+import checks, file by file, that records seen = sessions + rejects + skipped.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 #: Reason codes a reject can carry, with a one-line meaning (shown by ``ctxreplay info``).
@@ -22,7 +29,52 @@ REASONS: dict[str, str] = {
     "unreadable_file": "the file could not be read",
     "unknown_format": "no importer recognises the file",
     "malformed": "the record does not follow its format",
+    "nesting_too_deep": "the record nests JSON deeper than the limit (200 levels)",
+    "out_of_range": "a number in the record is too large to use",
+    "unstorable": "a value of the session cannot be stored in the corpus",
+    "import_error": "the importer failed on this record or file (a bug: report it with the raw bytes)",
 }
+
+#: Reasons a record can be skipped (read, counted, not a conversation), with their meaning.
+SKIPS: dict[str, str] = {
+    "no_model_call": "an OTel span or log record that carries no gen_ai messages",
+    "no_spans": "an OTel record that holds no span or log record",
+    "in_session": "an OTel model call whose messages are all in its conversation's session",
+    "no_session": "a record its importer read without error but made no session of",
+}
+
+#: Flags an import sets on messages (and sessions), with their meaning (shown by ``ctxreplay info``).
+FLAGS: dict[str, str] = {
+    "arguments_not_json": "tool-call arguments that are not JSON, kept byte for byte",
+    "unanswered_tool_call": "a tool call with no result in the session",
+    "call_id_renamed": "a reused tool-call id renamed <id>#<n> after the earlier call was answered",
+    "timestamp_invalid": "a recorded time that is not a time: numbers (NaN, infinite, out of range) dropped, text kept as written",
+    "usage_out_of_range": "a token count that is negative, not an integer or implausibly large: dropped",
+    "unknown_part_type": "a content part of a type the importer does not know, kept as the text of its JSON",
+    "unknown_event_kind": "an event of a kind the importer does not know was left out (counted in metadata)",
+    "conversation_split": "OTel calls sharing a conversation id disagree: each consistent history is a session",
+    "conversation_incomplete": "a model call of this OTel conversation was rejected; the rest made the session",
+    "metadata_non_finite": "NaN or infinite numbers in the session metadata, stored as null",
+    "metadata_escaped": "session metadata held bytes that are not UTF-8, stored \\u-escaped",
+    "system_rebuilt": "the system prompt was rebuilt from the recorded policy",
+    "generation_retried": "the provider rejected earlier generations of this message",
+    "from_instruction": "the task instruction inserted as the first user message",
+    "demo": "a demonstration that was in the model's context",
+    "textual_command": "a command written in the assistant's text, made an explicit tool call",
+    "command_in_text": "the command could not be cut out of the assistant's prose",
+}
+
+
+@dataclass
+class Tally:
+    """What an importer read from one file: records seen, and those skipped by reason."""
+
+    seen: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        if n > 0:
+            self.skipped[reason] += n
 
 
 class RecordError(ValueError):
@@ -60,14 +112,100 @@ class Reject:
         return ", ".join(at)
 
     def to_row(self) -> dict[str, Any]:
+        """The row of the rejects table; text that is not UTF-8 (a file name, an id read from
+        the damaged record) is stored with its bad bytes escaped, so the row always stores."""
         return {
-            "source_format": self.source_format,
-            "source_location": self.source_location,
-            "record": self.record,
-            "line": self.line,
-            "session_id": self.session_id,
-            "json_path": self.json_path,
-            "reason": self.reason,
-            "detail": self.detail,
+            "source_format": storable(self.source_format),
+            "source_location": storable(self.source_location),
+            "record": _int64(self.record),
+            "line": _int64(self.line),
+            "session_id": storable(self.session_id),
+            "json_path": storable(self.json_path),
+            "reason": storable(self.reason),
+            "detail": storable(clip(self.detail)),
             "raw": self.raw,
         }
+
+
+def _int64(value: Any) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+    return value if ok else None
+
+
+def storable(text: Any) -> Any:
+    """``text`` as valid UTF-8 (undecodable bytes as ``\\xNN``); non-strings unchanged."""
+    if not isinstance(text, str) or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:  # bytes read from the file come back as they were, then escaped
+            data = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate written as a JSON escape
+            data = text.encode("utf-8", "surrogatepass")
+        return data.decode("utf-8", "backslashreplace")
+    return text
+
+
+def clip(text: str, limit: int = 2000) -> str:
+    """A detail message cut to ``limit`` characters (exception texts can embed whole values)."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+#: the deepest JSON nesting a record may have (deeper input is rejected ``nesting_too_deep``)
+MAX_JSON_DEPTH = 200
+_END = object()
+
+
+def _items(value: Any) -> Any:
+    return iter(value.items()) if isinstance(value, dict) else enumerate(value)
+
+
+def _json_path(keys: list[Any], root: str = "$") -> str:
+    out = root
+    for k in keys:
+        out += f"[{k}]" if isinstance(k, int) else f".{k}"
+    return out
+
+
+def inspect_value(
+    value: Any, max_depth: int = MAX_JSON_DEPTH, utf8: bool = True, root: str = "$"
+) -> tuple[str, str] | None:
+    """``(reason, json_path)`` of the first problem of a parsed JSON value, or None: a string
+    (value or key) holding bytes that are not UTF-8 (``invalid_utf8``, when ``utf8``), or nesting
+    deeper than ``max_depth`` (``nesting_too_deep``). Iterative: any depth is safe to inspect."""
+    if isinstance(value, str):
+        return ("invalid_utf8", root) if utf8 and not _is_utf8(value) else None
+    if not isinstance(value, dict | list):
+        return None
+    path: list[Any] = []
+    stack = [_items(value)]
+    while stack:
+        item: Any = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+            if path:
+                path.pop()
+            continue
+        key, v = item
+        if utf8 and isinstance(key, str) and not _is_utf8(key):
+            return "invalid_utf8", _json_path(path, root)
+        if isinstance(v, str):
+            if utf8 and not _is_utf8(v):
+                return "invalid_utf8", _json_path([*path, key], root)
+        elif isinstance(v, dict | list):
+            if len(stack) >= max_depth:
+                return "nesting_too_deep", _json_path([*path, key], root)
+            path.append(key)
+            stack.append(_items(v))
+    return None
+
+
+def _is_utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

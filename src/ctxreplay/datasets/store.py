@@ -3,15 +3,26 @@
 Writing tokenises every message once (counts are stored, never recomputed), hashes each session
 into a bucket and flushes whole sessions, so a session never spans two files. Reading goes through
 pyarrow datasets and DuckDB; tables come back as polars frames, sessions as ``Message`` lists.
+
+A corpus is written atomically: ``CorpusWriter`` builds it in a hidden sibling folder
+(``.NAME.build-PID-*.tmp``) and renames it into place when it closes, so a failed or killed
+import leaves no half corpus under the real name (and the folder it would have replaced stays as
+it was). Build folders of processes that no longer run are removed by the next writer. A session
+whose values cannot be stored (a number out of the column's range, text that is not UTF-8) comes
+back as a reject (``unstorable``) instead of failing the whole write.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
+import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -28,7 +39,7 @@ from ..errors import CtxreplayError
 from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS
 from ..version import __version__
 from .messages import Message, Session
-from .rejects import Reject
+from .rejects import Reject, clip, storable
 from .rows import message_to_row, row_to_message
 from .tokenizer import Tokenizer
 
@@ -83,8 +94,47 @@ class WriteCounts:
     rejects: int = 0
 
 
+_CONVERSION_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
+FLAG_METADATA_NON_FINITE = "metadata_non_finite"
+FLAG_METADATA_ESCAPED = "metadata_escaped"
+_BUILD = re.compile(r"^\.(?P<name>.+)\.(?:build|old)-(?P<pid>\d+)-.*\.tmp$")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def remove_stale_builds(target: Path) -> list[Path]:
+    """Clean up after writers of ``target`` that were killed: remove their build folders, and
+    put back a previous corpus one of them had moved aside just before it died. What was
+    removed."""
+    removed: list[Path] = []
+    if not target.parent.is_dir():
+        return removed
+    for sibling in sorted(target.parent.iterdir()):
+        found = _BUILD.match(sibling.name)
+        if not found or found["name"] != target.name or _alive(int(found["pid"])):
+            continue
+        moved = sibling / "corpus"
+        if ".old-" in sibling.name and moved.is_dir() and not target.exists():
+            os.replace(moved, target)  # killed between moving the old corpus out and the new in
+        shutil.rmtree(sibling, ignore_errors=True)
+        removed.append(sibling)
+    return removed
+
+
 class CorpusWriter:
-    """Streams sessions into a corpus folder; ``close()`` writes the manifest."""
+    """Streams sessions into a corpus folder; ``close()`` writes the manifest and publishes the
+    folder (built beside it, renamed into place); ``abort()`` (or leaving a ``with`` block on an
+    exception) removes the build and leaves ``path`` as it was."""
 
     def __init__(
         self,
@@ -96,11 +146,20 @@ class CorpusWriter:
         flush_messages: int = 200_000,
     ) -> None:
         self.path = Path(path)
-        if self.path.exists() and any(self.path.iterdir()):
-            if not overwrite:
-                raise CorpusError(f"{self.path} exists and is not empty (use --overwrite)")
-            shutil.rmtree(self.path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_builds(self.path)
+        if self.path.exists() and not self.path.is_dir():
+            raise CorpusError(f"{self.path} is a file, not a folder")
+        if self.path.exists() and any(self.path.iterdir()) and not overwrite:
+            raise CorpusError(f"{self.path} exists and is not empty (use --overwrite)")
+        self.overwrite = overwrite
+        self.build = Path(
+            tempfile.mkdtemp(
+                prefix=f".{self.path.name}.build-{os.getpid()}-",
+                suffix=".tmp",
+                dir=self.path.parent,
+            )
+        )
         self.tokenizer = tokenizer
         self.buckets = max(1, buckets)
         self.flush_messages = flush_messages
@@ -110,8 +169,18 @@ class CorpusWriter:
         self._rejects: list[dict[str, Any]] = []
         self._truth: list[dict[str, Any]] = []
         self._seen: set[str] = set()
+        self._pending: dict[str, Session] = {}  # buffered sessions by id, until flushed
+        self._late: list[Reject] = []
         self._part = 0
         self._token_cache: dict[str, int] = {}
+        self.closed = False
+
+    def __enter__(self) -> CorpusWriter:
+        return self
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        if not self.closed:
+            self.abort()
 
     # --- tokenising ----------------------------------------------------------------------
     def count_tokens(self, messages: Sequence[Message]) -> list[int]:
@@ -138,7 +207,8 @@ class CorpusWriter:
 
     # --- adding -------------------------------------------------------------------------
     def add(self, session: Session) -> Reject | None:
-        """Tokenise and buffer a validated session; a duplicate id comes back as a reject."""
+        """Tokenise and buffer a validated session; a duplicate id (or a session whose rows
+        cannot be made) comes back as a reject."""
         sid = session.session_id or session_id_for(session)
         if sid in self._seen:
             return Reject(
@@ -150,13 +220,19 @@ class CorpusWriter:
                 record=session.source_record,
                 session_id=session.source_session_id,
             )
-        self._seen.add(sid)
         tokens = self.count_tokens(session.messages)
         messages = [
             dataclasses.replace(m, tokens=t) for m, t in zip(session.messages, tokens, strict=True)
         ]
-        self._messages.extend(message_to_row(sid, m) for m in messages)
-        self._sessions.append(_session_row(sid, session, messages))
+        try:
+            message_rows = [message_to_row(sid, m) for m in messages]
+            session_row = _session_row(sid, session, messages)
+        except (ValueError, TypeError, OverflowError, RecursionError) as e:
+            return _unstorable(session, e)
+        self._seen.add(sid)
+        self._pending[sid] = session
+        self._messages.extend(message_rows)
+        self._sessions.append(session_row)
         self.counts.sessions += 1
         self.counts.messages += len(messages)
         self.counts.tokens += sum(tokens)
@@ -171,46 +247,188 @@ class CorpusWriter:
     def add_ground_truth(self, rows: Iterable[dict[str, Any]]) -> None:
         self._truth.extend(rows)
 
+    def take_late_rejects(self) -> list[Reject]:
+        """Sessions ``add`` accepted that could not be stored when flushed (already counted out
+        of ``counts`` and into the rejects table); the caller corrects its own counts."""
+        late, self._late = self._late, []
+        return late
+
     # --- writing ------------------------------------------------------------------------
     def flush(self) -> None:
         if self._sessions:
-            for table, rows in (("sessions", self._sessions), ("messages", self._messages)):
-                by_bucket: dict[int, list[dict[str, Any]]] = defaultdict(list)
-                for row in rows:
-                    by_bucket[bucket_of(row["session_id"], self.buckets)].append(row)
-                for bucket, bucket_rows in sorted(by_bucket.items()):
-                    folder = self.path / table / f"bucket={bucket:03d}"
+            for table, by_bucket in self._arrow_tables().items():
+                for bucket, arrow in sorted(by_bucket.items()):
+                    folder = self.build / table / f"bucket={bucket:03d}"
                     folder.mkdir(parents=True, exist_ok=True)
-                    _write(
-                        pa.Table.from_pylist(bucket_rows, schema=_SCHEMAS[table]),
-                        folder,
-                        self._part,
-                    )
+                    _write(arrow, folder, self._part)
         for table, rows in (("rejects", self._rejects), ("ground_truth", self._truth)):
             if rows:
-                folder = self.path / table
+                folder = self.build / table
                 folder.mkdir(parents=True, exist_ok=True)
                 _write(pa.Table.from_pylist(rows, schema=_SCHEMAS[table]), folder, self._part)
         self._sessions, self._messages, self._rejects, self._truth = [], [], [], []
+        self._pending = {}
         self._part += 1
 
+    def _arrow_tables(self) -> dict[str, dict[int, pa.Table]]:
+        """The buffered sessions and messages as Arrow tables by bucket. A session whose rows
+        do not convert is taken back out (a late ``unstorable`` reject), the rest are written."""
+        while True:
+            try:
+                out: dict[str, dict[int, pa.Table]] = {}
+                for table, rows in (("sessions", self._sessions), ("messages", self._messages)):
+                    by_bucket: dict[int, list[dict[str, Any]]] = defaultdict(list)
+                    for row in rows:
+                        by_bucket[bucket_of(row["session_id"], self.buckets)].append(row)
+                    out[table] = {
+                        b: pa.Table.from_pylist(r, schema=_SCHEMAS[table])
+                        for b, r in by_bucket.items()
+                    }
+                return out
+            except _CONVERSION_ERRORS:
+                bad = self._unconvertible()
+                if not bad:
+                    raise
+                for sid, error in bad.items():
+                    self._drop(sid, error)
+
+    def _unconvertible(self) -> dict[str, Exception]:
+        """Buffered sessions whose session or message rows do not convert, with the error."""
+        rows: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+        for table, buffered in (("sessions", self._sessions), ("messages", self._messages)):
+            for row in buffered:
+                rows[row["session_id"]][table].append(row)
+        bad: dict[str, Exception] = {}
+        for sid, tables in rows.items():
+            for table, session_rows in tables.items():
+                try:
+                    pa.Table.from_pylist(session_rows, schema=_SCHEMAS[table])
+                except _CONVERSION_ERRORS as e:
+                    bad[sid] = e
+                    break
+        return bad
+
+    def _drop(self, sid: str, error: Exception) -> None:
+        """Take a buffered session back out: it becomes a reject."""
+        n_messages = sum(1 for r in self._messages if r["session_id"] == sid)
+        tokens = sum(r.get("tokens") or 0 for r in self._messages if r["session_id"] == sid)
+        self._sessions = [r for r in self._sessions if r["session_id"] != sid]
+        self._messages = [r for r in self._messages if r["session_id"] != sid]
+        self._seen.discard(sid)
+        self.counts.sessions -= 1
+        self.counts.messages -= n_messages
+        self.counts.tokens -= tokens if isinstance(tokens, int) else 0
+        session = self._pending.pop(sid, None)
+        if session is not None:
+            reject = _unstorable(session, error)
+        else:
+            reject = Reject("", "unstorable", clip(str(error)), b"", session_id=sid)
+        self._late.append(reject)
+        self.add_reject(reject)
+
     def close(self, sources: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-        self.flush()
-        manifest = {
-            "kind": "ctxreplay-corpus",
-            "schema_version": 1,
-            "ctxreplay_version": __version__,
-            "created_at": created_at(),
-            "tokenizer": {"name": self.tokenizer.name, "sha256": self.tokenizer.sha256},
-            "buckets": self.buckets,
-            "counts": dataclasses.asdict(self.counts),
-            "sources": sources,
-            **extra,
-        }
-        (self.path / "manifest.json").write_text(
-            json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-        )
+        """Flush, write the manifest, and move the finished corpus to ``path``."""
+        try:
+            self.flush()
+            manifest = {
+                "kind": "ctxreplay-corpus",
+                "schema_version": 1,
+                "ctxreplay_version": __version__,
+                "created_at": created_at(),
+                "tokenizer": {"name": self.tokenizer.name, "sha256": self.tokenizer.sha256},
+                "buckets": self.buckets,
+                "counts": dataclasses.asdict(self.counts),
+                "sources": sources,
+                **extra,
+            }
+            (self.build / "manifest.json").write_text(
+                json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+            )
+            self._publish()
+        except BaseException:
+            self.abort()
+            raise
+        self.closed = True
         return manifest
+
+    def _publish(self) -> None:
+        old: Path | None = None
+        if self.path.exists():
+            if any(self.path.iterdir()) and not self.overwrite:
+                raise CorpusError(f"{self.path} was filled while importing (use --overwrite)")
+            old = Path(
+                tempfile.mkdtemp(
+                    prefix=f".{self.path.name}.old-{os.getpid()}-",
+                    suffix=".tmp",
+                    dir=self.path.parent,
+                )
+            )
+            os.replace(self.path, old / "corpus")
+        try:
+            os.replace(self.build, self.path)
+        except BaseException:
+            if old is not None:  # put the previous corpus back
+                os.replace(old / "corpus", self.path)
+                shutil.rmtree(old, ignore_errors=True)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def abort(self) -> None:
+        """Remove the build folder; ``path`` stays as it was."""
+        self.closed = True
+        with contextlib.suppress(OSError):
+            shutil.rmtree(self.build)
+
+
+def _unstorable(session: Session, error: BaseException) -> Reject:
+    return Reject(
+        source_location=session.source_location,
+        reason="unstorable",
+        detail=clip(f"the session cannot be stored: {type(error).__name__}: {error}"),
+        raw=json.dumps(
+            {"source_session_id": storable(session.source_session_id)}, ensure_ascii=True
+        ).encode(),
+        source_format=session.source_format,
+        record=session.source_record,
+        session_id=session.source_session_id,
+    )
+
+
+def _finite(value: Any) -> tuple[Any, bool]:
+    """``value`` with NaN and infinite numbers replaced by None, and whether any was."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None, True
+    if isinstance(value, dict):
+        out, changed = {}, False
+        for k, v in value.items():
+            out[k], c = _finite(v)
+            changed = changed or c
+        return out, changed
+    if isinstance(value, list | tuple):
+        items = [_finite(v) for v in value]
+        return [v for v, _ in items], any(c for _, c in items)
+    return value, False
+
+
+def metadata_json(metadata: dict[str, Any]) -> tuple[str, list[str]]:
+    """Session metadata as JSON text that any JSON reader accepts, and the flags for what had
+    to change (non-finite numbers to null, bytes that are not UTF-8 escaped)."""
+    flags: list[str] = []
+    try:
+        text = json.dumps(
+            metadata, ensure_ascii=False, sort_keys=True, default=str, allow_nan=False
+        )
+    except ValueError:
+        metadata, _ = _finite(metadata)
+        flags.append(FLAG_METADATA_NON_FINITE)
+        text = json.dumps(metadata, ensure_ascii=False, sort_keys=True, default=str)
+    except TypeError:  # keys of mixed types cannot be sorted
+        text = json.dumps(metadata, ensure_ascii=False, default=str)
+    if storable(text) is not text:
+        text = json.dumps(json.loads(text), ensure_ascii=True, sort_keys=True)
+        flags.append(FLAG_METADATA_ESCAPED)
+    return text, flags
 
 
 def _write(table: pa.Table, folder: Path, part: int) -> None:
@@ -227,11 +445,12 @@ def _session_row(sid: str, s: Session, messages: Sequence[Message]) -> dict[str,
         return sum(values) if values else None
 
     visible = [m for m in messages if m.visible]
-    flags = sorted({f for m in messages for f in m.flags})
+    metadata, metadata_flags = metadata_json(s.metadata)
+    flags = sorted({f for m in messages for f in m.flags} | set(metadata_flags))
     return {
         "session_id": sid,
         "source_format": s.source_format,
-        "source_location": s.source_location,
+        "source_location": storable(s.source_location),
         "source_record": s.source_record,
         "source_session_id": s.source_session_id,
         "workload": s.workload,
@@ -249,7 +468,7 @@ def _session_row(sid: str, s: Session, messages: Sequence[Message]) -> dict[str,
         "usage_cached_tokens": usage_sum("cached_tokens"),
         "usage_completion_tokens": usage_sum("completion_tokens"),
         "flags": flags or None,
-        "metadata": json.dumps(s.metadata, ensure_ascii=False, sort_keys=True, default=str),
+        "metadata": metadata,
     }
 
 
@@ -293,13 +512,44 @@ def frame_of(table: pa.Table) -> pl.DataFrame:
     return frame
 
 
+class DamagedCorpusError(CorpusError):
+    """A corpus file that can no longer be read as written (truncated, altered): the message
+    names it and how to make the corpus again."""
+
+
+#: how a damaged corpus is repaired
+REMAKE = (
+    "make the corpus again: re-run the `ctxreplay import` or `ctxreplay synth` that made it, "
+    "with --overwrite"
+)
+
+
+def _damaged_part(folder: Path) -> tuple[Path, str] | None:
+    """The first Parquet file under ``folder`` that does not read, and why."""
+    for part in sorted(folder.rglob("*.parquet")):
+        try:
+            pq.read_table(part)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            line = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            line = re.sub(r"^Could not open Parquet input source '[^']*': ", "", line)
+            return part, line.split(". Either the file", 1)[0][:160]
+    return None
+
+
 class Corpus:
-    """A corpus folder, read lazily."""
+    """A corpus folder, read lazily. A damaged file raises :class:`DamagedCorpusError` naming
+    it, never a reader's traceback."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.manifest: dict[str, Any] = read_manifest(self.path, "corpus", CorpusError)
-        self.buckets: int = int(self.manifest.get("buckets", 1))
+        try:
+            self.buckets: int = max(1, int(self.manifest.get("buckets", 1)))
+            str(self.manifest["tokenizer"]["name"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise DamagedCorpusError(
+                f"{self.path / 'manifest.json'} is damaged (bad {e}); {REMAKE}"
+            ) from None
 
     @property
     def tokenizer_name(self) -> str:
@@ -320,11 +570,21 @@ class Corpus:
         return ds.dataset(folder, format="parquet", schema=_SCHEMAS[table])
 
     def table(self, table: str, columns: list[str] | None = None, filter: Any = None) -> pa.Table:
-        dataset = self._dataset(table)
-        if dataset is None:
-            schema = _SCHEMAS[table]
-            return schema.empty_table() if columns is None else schema.empty_table().select(columns)
-        return dataset.to_table(columns=columns, filter=filter)
+        try:
+            dataset = self._dataset(table)
+            if dataset is None:
+                schema = _SCHEMAS[table]
+                empty = schema.empty_table()
+                return empty if columns is None else empty.select(columns)
+            return dataset.to_table(columns=columns, filter=filter)
+        except (pa.ArrowException, OSError, ValueError):
+            folder = self.path / table
+            if folder.exists() and not folder.is_dir():
+                raise DamagedCorpusError(f"{folder} is a file, not a folder; {REMAKE}") from None
+            bad = _damaged_part(folder) if folder.is_dir() else None
+            if bad is None:
+                raise  # not damage: a bug, with its traceback
+            raise DamagedCorpusError(f"{bad[0]} is damaged ({bad[1]}); {REMAKE}") from None
 
     def sessions(self) -> pl.DataFrame:
         return frame_of(self.table("sessions")).sort("session_id")
@@ -381,11 +641,27 @@ class Corpus:
         """A DuckDB connection with one view per table (``sessions``, ``messages``, ...)."""
         from ..sqlview import connect_folder
 
-        return connect_folder(self.path)
+        try:
+            return connect_folder(self.path)
+        except duckdb.Error:
+            self._raise_damaged()
+            raise
 
     def sql(self, query: str) -> pl.DataFrame:
         with self.connect() as con:
-            return con.sql(query).pl()
+            try:
+                return con.sql(query).pl()
+            except duckdb.Error:
+                self._raise_damaged()
+                raise
+
+    def _raise_damaged(self) -> None:
+        """:class:`DamagedCorpusError` naming the first table file that does not read, if any."""
+        for table in TABLES:
+            folder = self.path / table
+            bad = _damaged_part(folder) if folder.is_dir() else None
+            if bad is not None:
+                raise DamagedCorpusError(f"{bad[0]} is damaged ({bad[1]}); {REMAKE}") from None
 
 
 def _with_bucket(table: str) -> pa.Schema:

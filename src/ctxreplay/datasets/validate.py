@@ -10,15 +10,27 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
-from .messages import ROLES, Message, Session
-from .rejects import RecordError
+from .messages import PART_TYPES, ROLES, Message, Part, Session, Usage
+from .rejects import RecordError, inspect_value
 
 MAX_MESSAGE_BYTES = 10 * 1024 * 1024
+#: the largest token count taken as real (a larger one is a damaged record: dropped, flagged)
+MAX_TOKEN_COUNT = 10**12
 
 FLAG_ARGUMENTS_NOT_JSON = "arguments_not_json"
 FLAG_UNANSWERED_CALL = "unanswered_tool_call"
 FLAG_CALL_ID_RENAMED = "call_id_renamed"
+FLAG_TIMESTAMP_INVALID = "timestamp_invalid"
+FLAG_USAGE_OUT_OF_RANGE = "usage_out_of_range"
+FLAG_UNKNOWN_PART_TYPE = "unknown_part_type"
+#: messages an importer made up rather than read (they do not make a session non-empty)
+FLAG_FROM_INSTRUCTION = "from_instruction"
+FLAG_SYSTEM_REBUILT = "system_rebuilt"
+SYNTHESIZED = frozenset({FLAG_FROM_INSTRUCTION, FLAG_SYSTEM_REBUILT})
+#: ``mime_type`` of a text part holding the JSON of a part whose type the importer did not know
+UNKNOWN_PART_MIME = "application/vnd.ctxreplay.unknown-part+json"
 
 
 def disambiguate_call_ids(messages: list[Message]) -> list[Message]:
@@ -64,6 +76,8 @@ def _message_bytes(m: Message) -> int:
 
 
 def _has_lone_surrogate(text: str) -> bool:
+    if text.isascii():
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -71,10 +85,113 @@ def _has_lone_surrogate(text: str) -> bool:
     return False
 
 
+def _usage_in_range(usage: Any) -> tuple[Usage | None, bool]:
+    """The usage with counts out of range (negative, not integers, absurdly large) dropped."""
+    if usage is None:
+        return None, False
+    if not isinstance(usage, Usage):
+        return None, True
+    values = []
+    bad = False
+    for v in (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens):
+        ok = v is None or (
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKEN_COUNT
+        )
+        values.append(v if ok else None)
+        bad = bad or not ok
+    if not bad:
+        return usage, False
+    kept = Usage(*values)
+    return (kept if any(v is not None for v in values) else None), True
+
+
+def _text_fields(m: Message) -> list[tuple[str, Any]]:
+    return [
+        ("name", m.name),
+        ("source_path", m.source_path),
+        *((f"flags[{i}]", f) for i, f in enumerate(m.flags)),
+    ]
+
+
+def _check_session_fields(session: Session) -> None:
+    for name in ("source_session_id", "source_location", "workload", "key", "session_id"):
+        value = getattr(session, name)
+        if value is None and name not in ("source_session_id", "source_location"):
+            continue
+        if not isinstance(value, str):
+            raise RecordError("wrong_type", f"session {name} should be text", "$")
+        if _has_lone_surrogate(value):
+            raise RecordError("invalid_utf8", f"session {name} holds bytes that are not UTF-8")
+
+
+def _check_types(m: Message, index: int) -> None:
+    """Every field of a message has its type, and all its text is UTF-8."""
+    if not isinstance(m, Message):
+        raise RecordError("wrong_type", "the importer produced something that is not a message")
+    where = m.source_path if isinstance(m.source_path, str) else f"messages[{index}]"
+    if not isinstance(m.role, str) or m.role not in ROLES:
+        raise RecordError("unknown_role", f"role {m.role!r} is not one of {sorted(ROLES)}", where)
+    if not isinstance(m.flags, tuple) or not isinstance(m.parts, tuple):
+        raise RecordError("wrong_type", "message parts and flags should be tuples", where)
+    for field_name, value in _text_fields(m):
+        if value is not None and not isinstance(value, str):
+            raise RecordError("wrong_type", f"message {field_name} should be text", where)
+        if value and _has_lone_surrogate(value):
+            raise RecordError("invalid_utf8", f"message {field_name} is not UTF-8", where)
+    if isinstance(m.timestamp, str) and _has_lone_surrogate(m.timestamp):
+        raise RecordError("invalid_utf8", "message timestamp is not UTF-8", where)
+    if not isinstance(m.is_error, bool) or not isinstance(m.visible, bool):
+        raise RecordError("wrong_type", "is_error and visible should be booleans", where)
+    for p in m.parts:
+        if not isinstance(p, Part) or p.type not in PART_TYPES:
+            raise RecordError("wrong_type", f"unknown part {p!r:.80}", where)
+        for s in (p.content, p.arguments, p.name, p.id, p.mime_type, p.uri, p.modality):
+            if s is None:
+                continue
+            if not isinstance(s, str):
+                raise RecordError("wrong_type", "a part field is not text", where)
+            if _has_lone_surrogate(s):
+                raise RecordError("invalid_utf8", "text holds bytes that are not UTF-8", where)
+
+
+def _check_arguments(arguments: str, flags: list[str], where: str) -> None:
+    """Flag arguments that are not JSON; reject arguments nested deeper than JSON may be."""
+    try:
+        value = json.loads(arguments)
+    except RecursionError:
+        raise RecordError(
+            "nesting_too_deep", "tool-call arguments nest deeper than the limit", where
+        ) from None
+    except ValueError:
+        if FLAG_ARGUMENTS_NOT_JSON not in flags:
+            flags.append(FLAG_ARGUMENTS_NOT_JSON)
+        return
+    problem = inspect_value(value, utf8=False)
+    if problem is not None:
+        raise RecordError(problem[0], "tool-call arguments nest deeper than the limit", where)
+
+
 def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTES) -> Session:
-    """Return the session with flags set, or raise ``RecordError`` naming the first problem."""
+    """Return the session with flags set, or raise ``RecordError`` naming the first problem.
+
+    A session with no message, or with only system prompts and messages the importer made up
+    (the task instruction, a rebuilt system prompt), is empty. Token counts out of range and
+    timestamps that are not text are dropped and flagged; a part field that is not text, or text
+    that is not UTF-8, rejects the session.
+    """
     if not session.messages:
         raise RecordError("empty_session", "the session has no messages")
+    _check_session_fields(session)
+    for index, m in enumerate(session.messages):
+        _check_types(m, index)
+    if all(
+        m.role in ("system", "developer") or SYNTHESIZED.intersection(m.flags)
+        for m in session.messages
+    ):
+        raise RecordError(
+            "empty_session",
+            "the session holds no conversation (only system prompts or inserted messages)",
+        )
     session = replace(session, messages=disambiguate_call_ids(session.messages))
     calls: dict[str, int] = {}
     call_names: dict[str, str | None] = {}
@@ -82,10 +199,6 @@ def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTE
     out: list[Message] = []
     for index, m in enumerate(session.messages):
         where = m.source_path or f"messages[{index}]"
-        if m.role not in ROLES:
-            raise RecordError(
-                "unknown_role", f"role {m.role!r} is not one of {sorted(ROLES)}", where
-            )
         size = _message_bytes(m)
         if size > max_message_bytes:
             raise RecordError(
@@ -94,10 +207,17 @@ def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTE
                 where,
             )
         flags = list(m.flags)
+        usage, usage_bad = _usage_in_range(m.usage)
+        if usage_bad and FLAG_USAGE_OUT_OF_RANGE not in flags:
+            flags.append(FLAG_USAGE_OUT_OF_RANGE)
+        timestamp = m.timestamp
+        if timestamp is not None and not isinstance(timestamp, str):
+            timestamp = None
+            if FLAG_TIMESTAMP_INVALID not in flags:
+                flags.append(FLAG_TIMESTAMP_INVALID)
         for p in m.parts:
-            for s in (p.content, p.arguments, p.name):
-                if s and _has_lone_surrogate(s):
-                    raise RecordError("invalid_utf8", "text holds bytes that are not UTF-8", where)
+            if p.mime_type == UNKNOWN_PART_MIME and FLAG_UNKNOWN_PART_TYPE not in flags:
+                flags.append(FLAG_UNKNOWN_PART_TYPE)
             if p.type == "tool_call":
                 if not p.id:
                     raise RecordError("missing_field", "tool call has no id", where)
@@ -110,11 +230,7 @@ def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTE
                 calls[p.id] = index
                 call_names[p.id] = p.name
                 if p.arguments is not None:
-                    try:
-                        json.loads(p.arguments)
-                    except ValueError:
-                        if FLAG_ARGUMENTS_NOT_JSON not in flags:
-                            flags.append(FLAG_ARGUMENTS_NOT_JSON)
+                    _check_arguments(p.arguments, flags, where)
             elif p.type == "tool_call_response":
                 if not p.id or p.id not in calls:
                     raise RecordError(
@@ -133,7 +249,9 @@ def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTE
             else p
             for p in m.parts
         )
-        out.append(replace(m, seq=index, parts=parts, flags=tuple(flags)))
+        out.append(
+            replace(m, seq=index, parts=parts, flags=tuple(flags), usage=usage, timestamp=timestamp)
+        )
     unanswered = set(calls) - answered
     if unanswered:
         for i, m in enumerate(out):

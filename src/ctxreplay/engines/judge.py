@@ -5,6 +5,13 @@ atomically as soon as its batch is done. A re-run reads what is there and judges
 missing; a model call that finished before a kill is served from the client's on-disk cache, so
 a killed run resumes without paying twice. Reading deduplicates, so there is exactly one verdict
 per (case, policy, judge).
+
+Damage does not stop a run: a verdict part that no longer reads is set aside (``*.damaged``) and
+its pairs judged again; a pair whose archived payload is missing or altered in the sidecar gets
+an ``unscored`` verdict saying so; temporary files a killed run left are removed. A verdict
+``unscored`` after a transient model failure (timeouts, connection errors, 429, 5xx: out of
+retries) is marked ``retryable``; ``retry_unscored`` asks those pairs again and replaces their
+rows, and the summary says how many are left.
 """
 
 from __future__ import annotations
@@ -28,12 +35,20 @@ from ..datasets.messages import Message
 from ..datasets.rows import row_to_part
 from ..datasets.tokenizer import get_tokenizer
 from ..errors import CtxreplayError
-from ..files import atomic_write_table, atomic_write_text
+from ..files import atomic_write_table, atomic_write_text, remove_stale_temps
 from ..judges.base import DEFAULT_JUDGE, Archived, Judge, JudgeInput, Verdict, judges, make_judge
-from ..llm.completion import EndpointUnreachable
+from ..llm.completion import EndpointUnreachable, is_transient
 from ..llm.endpoint import EndpointParams, in_run
 from ..replay.objects import build_index
-from ..runs import Run, SidecarStore, read_verdicts, slug
+from ..replay.sidecar import SidecarError
+from ..runs import (
+    Run,
+    SidecarStore,
+    drop_verdicts,
+    read_verdicts,
+    set_aside_damaged_verdicts,
+    slug,
+)
 from ..schema import VERDICTS
 from .replay import cached_counter
 
@@ -56,6 +71,7 @@ def verdict_row(run: str, item: JudgeInput, judge: Judge, v: Verdict) -> dict[st
         "dependencies": v.dependencies,
         "recoverable": v.recoverable,
         "unscored_reason": v.reason if v.label == "unscored" else None,
+        "retryable": v.label == "unscored" and is_transient(v.reason),
         "explanation": v.reason if v.label != "unscored" else None,
         "prompt_tokens": v.usage.prompt_tokens,
         "completion_tokens": v.usage.completion_tokens,
@@ -72,9 +88,12 @@ def corpus_state(run: Run, judge: Judge) -> Any:
     path = run.path / "judge-state" / f"{slug(judge.label)}.json"
     fingerprint = run.corpus.fingerprint()
     if path.exists():
-        saved = json.loads(path.read_text())
-        if saved.get("corpus_fingerprint") == fingerprint:
-            return saved["state"]
+        try:
+            saved = json.loads(path.read_text())
+        except (OSError, ValueError):  # damaged: computed again and rewritten below
+            saved = None
+        if isinstance(saved, dict) and saved.get("corpus_fingerprint") == fingerprint:
+            return saved.get("state")
     state = judge.corpus_state(run.corpus)
     try:
         text = json.dumps({"corpus_fingerprint": fingerprint, "state": state}, sort_keys=True)
@@ -106,9 +125,34 @@ class Work:
     committed: dict[tuple[str, str], bool]
 
 
-def inputs_for(
-    work: Work, messages: Sequence[Message], sidecar: SidecarStore
-) -> Iterator[JudgeInput]:
+#: a judge input, and why it cannot be judged (its archived payload is damaged) or None
+Item = tuple[JudgeInput, str | None]
+
+
+def _archives(
+    row: dict[str, Any], sidecar: SidecarStore
+) -> tuple[tuple[Archived, ...], str | None]:
+    """A view's archived payloads from the sidecar, or why they cannot be had (a payload
+    missing or altered): the pair is then unscored, never judged without them."""
+    try:
+        return tuple(
+            Archived(
+                a["ref"],
+                a["object_id"],
+                a["pointer_visible"],
+                sidecar.recover(a["ref"]),
+                a["handle"],
+            )
+            for a in row["archives"] or ()
+        ), None
+    except SidecarError as e:
+        return (), (
+            f"archived payload damaged: {e}; re-run the replay into a new folder to rebuild "
+            "the sidecar"
+        )
+
+
+def inputs_for(work: Work, messages: Sequence[Message], sidecar: SidecarStore) -> Iterator[Item]:
     count = cached_counter(get_tokenizer().name)
     visible = [m for m in messages if m.visible]
     for case in work.cases:
@@ -132,35 +176,29 @@ def inputs_for(
                             flags=tuple(e["flags"] or ()),
                         )
                     )
-            archives = tuple(
-                Archived(
-                    a["ref"],
-                    a["object_id"],
-                    a["pointer_visible"],
-                    sidecar.recover(a["ref"]),
-                    a["handle"],
-                )
-                for a in row["archives"] or ()
-            )
-            yield JudgeInput(
-                case_id=case_id,
-                session_id=work.session_id,
-                policy=policy,
-                prefix=prefix,
-                view=tuple(view),
-                future=future,
-                index=index,
-                actions=work.actions.get((case_id, policy), {}),
-                archives=archives,
-                committed=work.committed.get((case_id, policy), True),
-                summary=row.get("summary"),
-                cut=case["cut"],
+            archives, problem = _archives(row, sidecar)
+            yield (
+                JudgeInput(
+                    case_id=case_id,
+                    session_id=work.session_id,
+                    policy=policy,
+                    prefix=prefix,
+                    view=tuple(view),
+                    future=future,
+                    index=index,
+                    actions=work.actions.get((case_id, policy), {}),
+                    archives=archives,
+                    committed=work.committed.get((case_id, policy), True),
+                    summary=row.get("summary"),
+                    cut=case["cut"],
+                ),
+                problem,
             )
 
 
 def session_inputs(
     corpus: Any, sidecar: SidecarStore, works: Sequence[Work]
-) -> Iterator[list[JudgeInput]]:
+) -> Iterator[list[Item]]:
     """The judge inputs of each session with work left, one session read at a time."""
     by_id = {w.session_id: w for w in works}
     for sid, messages in corpus.iter_sessions(list(by_id)):
@@ -179,10 +217,21 @@ def _judge_chunk(
     sidecar = SidecarStore(Path(run_path) / "sidecar")
     name = Path(run_path).name
     return [
-        verdict_row(name, item, judge, judge.judge(item))
+        verdict_row(name, item, judge, judge_one(judge, item, problem))
         for items in session_inputs(corpus, sidecar, works)
-        for item in items
+        for item, problem in items
     ]
+
+
+def judge_one(judge: Judge, item: JudgeInput, problem: str | None) -> Verdict:
+    """The verdict of one pair: unscored when its archives are damaged (``problem``) or turn
+    out unreadable while judged; the rest of the run goes on."""
+    if problem is not None:
+        return Verdict.unscored(problem)
+    try:
+        return judge.judge(item)
+    except SidecarError as e:
+        return Verdict.unscored(f"archived payload damaged: {e}")
 
 
 # --- the run ------------------------------------------------------------------------------
@@ -200,6 +249,9 @@ class JudgeSummary:
     usd: float = 0.0
     calls: int = 0
     cache_hits: int = 0
+    set_aside: list[Path] = field(default_factory=list)  # damaged files renamed *.damaged
+    retried: int = 0  # pairs asked again by retry_unscored
+    retryable: int = 0  # pairs of this judge unscored after transient failures, after the run
 
     def render(self) -> str:
         lines = [
@@ -218,15 +270,31 @@ class JudgeSummary:
             )
         for reason, n in self.unscored.most_common(5):
             lines.append(f"  unscored: {reason} ×{n}")
+        if self.retried:
+            lines.append(f"  asked again {self.retried} pairs unscored after transient failures")
+        if self.retryable:
+            lines.append(
+                f"  {self.retryable} unscored after transient failures: re-run with "
+                "--retry-unscored"
+            )
+        for path in self.set_aside:
+            lines.append(f"  set aside damaged {path} (its pairs judged again)")
         return "\n".join(lines)
 
 
 def plan_work(
-    run: Run, judge_label: str, policies: Sequence[str] | None = None, limit: int | None = None
+    run: Run,
+    judge_label: str,
+    policies: Sequence[str] | None = None,
+    limit: int | None = None,
+    redo: pl.DataFrame | None = None,
 ) -> tuple[list[Work], int, int]:
     """The sessions with something left to judge, how many pairs are already judged, and how
-    many are left for later by ``limit``."""
+    many are left for later by ``limit``. ``redo``: judged pairs (policy, case_id) to judge
+    again."""
     done = read_verdicts(run.path, judge_label).select("policy", "case_id")
+    if redo is not None and redo.height:
+        done = done.join(redo.select("policy", "case_id"), on=["policy", "case_id"], how="anti")
     labels = [run.resolve_policy(p) for p in policies] if policies else run.policies
     figures = pl.concat([run.table("figures", label) for label in labels], how="vertical_relaxed")
     todo = figures.join(done, on=["policy", "case_id"], how="anti").sort(
@@ -273,9 +341,14 @@ def run_judge(
     progress: bool = True,
     overrides: dict[str, str] | None = None,
     flush_every: int = 16,
+    retry_unscored: bool = False,
 ) -> JudgeSummary:
+    """Judge every (case, policy) of a run not judged yet by this judge; with
+    ``retry_unscored``, also those unscored after a transient model failure, replacing their
+    rows."""
     started = time.perf_counter()
     run = Run(run_path)
+    remove_stale_temps(run.path)  # what killed writers left; never another live process's
     judge = make_judge(spec, **(overrides or {}))
     if isinstance(judge.params, EndpointParams):
         # a model judge logs its calls in the run (RUN/calls/) and, with cache_dir=auto, keeps
@@ -287,8 +360,17 @@ def run_judge(
             params = replace(params, cache_dir=str(run.path / "llm-cache"))
         judge = type(judge)(params)
     summary = JudgeSummary(judge.label)
-    works, summary.skipped, summary.deferred = plan_work(run, judge.label, policies, limit)
+    summary.set_aside = set_aside_damaged_verdicts(run.path, judge.label)
     folder = run.path / "verdicts" / slug(judge.label)
+    redo = retryable_pairs(run.path, judge.label) if retry_unscored else None
+    earlier = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    works, summary.skipped, summary.deferred = plan_work(run, judge.label, policies, limit, redo)
+    asked = {(p, c) for w in works for (c, p) in w.views}
+    retried = (
+        {(p, c) for p, c in redo.select("policy", "case_id").iter_rows()}
+        if redo is not None
+        else set()
+    )
     total = sum(len(w.views) for w in works)
     bar = tqdm(total=total, unit="verdict", desc=f"judge {judge.name}", disable=not progress)
 
@@ -312,8 +394,27 @@ def run_judge(
             _run_processes(run, judge, works, record, workers)
     bar.close()
     judge.close()
+    again = asked & retried
+    if again:  # the new rows are written: the old ones go
+        drop_verdicts(earlier, again)
+        summary.retried = len(again)
+    summary.retryable = retryable_pairs(run.path, judge.label).height
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def retryable_pairs(run_path: Path, judge_label: str) -> pl.DataFrame:
+    """The (policy, case_id) of this judge's verdicts unscored after a transient model failure
+    (the ``retryable`` column; from the reason for rows written before it existed)."""
+    v = read_verdicts(run_path, judge_label).filter(pl.col("judge") == judge_label)
+    if v.height == 0:
+        return v.select("policy", "case_id")
+    unscored = v.filter(pl.col("label") == "unscored")
+    flags = [
+        bool(r) if r is not None else is_transient(reason)
+        for r, reason in zip(unscored["retryable"], unscored["unscored_reason"], strict=True)
+    ]
+    return unscored.filter(pl.Series(flags, dtype=pl.Boolean)).select("policy", "case_id")
 
 
 def _run_processes(
@@ -358,7 +459,9 @@ def _run_threaded(
     pending: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         for items in session_inputs(corpus, sidecar, works):
-            futures = {pool.submit(judge.judge, item): item for item in items}
+            futures = {
+                pool.submit(judge_one, judge, item, problem): item for item, problem in items
+            }
             for fut in as_completed(futures):
                 item = futures[fut]
                 try:

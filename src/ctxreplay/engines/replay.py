@@ -11,6 +11,12 @@ The I/O shell around the pure core (``outcome.replay_case``)::
 Cases are cut into fixed chunks (whole sessions, in session order) before any worker starts, and
 each (chunk, policy) is one set of files written atomically by whichever process computed it: the
 output is identical for any number of workers, and a re-run skips every chunk already written.
+
+After its parts, each (chunk, policy) gets a done-marker (``RUN/done/``, :func:`ctxreplay.runs.
+write_done`): each part's rows and bytes, and what the parts were made from (policy, corpus,
+cases, the chunk's case ids). A re-run redoes a chunk whose marker is missing or names other cases,
+or whose part is missing, truncated or holds other rows; without a manifest it refuses to reuse
+parts no marker attributes to the same cases. Temporary files a killed run left are removed.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from ..datasets.messages import Message, as_dict
 from ..datasets.rows import part_to_row
 from ..datasets.store import Corpus, created_at
 from ..datasets.tokenizer import get_tokenizer
-from ..files import atomic_write_table, file_fingerprint
+from ..files import atomic_write_table, atomic_write_text, file_fingerprint, remove_stale_temps
 from ..llm.endpoint import EndpointParams, in_run
 from ..policies.base import Policy, make_policy, rebuild_policy
 from ..policies.budget import editable_tokens
@@ -43,7 +49,20 @@ from ..replay.cost import case_cost
 from ..replay.objects import ObjectIndex, build_index, part_tokens
 from ..replay.outcome import Outcome, replay_case
 from ..replay.view import InvalidViewError, view_problems
-from ..runs import SCHEMAS, TABLES, RunError, SidecarStore, chunk_done, chunk_path, slug
+from ..runs import (
+    DONE_DIR,
+    SCHEMAS,
+    TABLES,
+    RunError,
+    SidecarStore,
+    cases_digest,
+    chunk_done,
+    chunk_path,
+    read_marker,
+    set_aside,
+    slug,
+    write_done,
+)
 from ..tariffs import load_tariff
 from ..version import __version__
 
@@ -55,6 +74,17 @@ class Chunk:
     index: int
     sessions: list[str]
     cases: list[dict[str, Any]]
+
+    @property
+    def digest(self) -> str:
+        """Which cases the chunk holds (in order): its parts belong to these only."""
+        return cases_digest(c["case_id"] for c in self.cases)
+
+
+def attribution(chunk: Chunk, label: str, made_from: dict[str, Any]) -> dict[str, Any]:
+    """What a (chunk, policy)'s parts must have been made from to be reused: the policy, the
+    corpus and cases fingerprints (``made_from``) and the chunk's case ids."""
+    return {"policy": label, **made_from, "cases": chunk.digest}
 
 
 def make_chunks(cases: pl.DataFrame, size: int = CHUNK_CASES) -> list[Chunk]:
@@ -337,8 +367,10 @@ def run_chunk(
     policies: list[dict[str, Any]],
     out: str,
     tariff: dict[str, Any],
+    made_from: dict[str, Any] | None = None,
 ) -> list[tuple[str, int, float, int, int, int]]:
-    """Compute one chunk for the given policies and write its files. Returns per-policy stats."""
+    """Compute one chunk for the given policies and write its files, then each policy's
+    done-marker (``made_from``: the corpus and cases fingerprints). Returns per-policy stats."""
     from ..tariffs import Tariff
 
     corpus = Corpus(corpus_path)
@@ -372,6 +404,7 @@ def run_chunk(
                 rows[policy.label]["figures"].append(f)
                 rows[policy.label]["decisions"].extend(d)
                 rows[policy.label]["views"].append(v)
+    specs = {p["label"]: p for p in policies}
     for policy in built:
         for table in TABLES:
             atomic_write_table(
@@ -379,6 +412,15 @@ def run_chunk(
                 SCHEMAS[table],
                 chunk_path(Path(out), table, policy.label, chunk.index),
             )
+        write_done(
+            Path(out),
+            policy.label,
+            chunk.index,
+            {
+                **attribution(chunk, policy.label, made_from or {}),
+                "policy_spec": specs.get(policy.label),
+            },
+        )
         figs = rows[policy.label]["figures"]
         stats.append(
             (
@@ -421,16 +463,27 @@ def run_replay(
     if len(set(labels)) != len(labels):
         raise RunError(f"the same policy is given twice: {labels}")
     run = Path(out)
+    if run.exists() and not run.is_dir():
+        raise RunError(f"{run} is a file, not a run folder; give a folder for -o")
     run.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(run)  # what killed writers left; never another live process's
     tariff_obj = load_tariff(tariff, tariffs_path)
-    manifest = _manifest(
-        run, corpus, cases_file, cases_meta, policies, tariff_obj, chunk_size, seed
-    )
     chunks = make_chunks(cases, chunk_size)
+    made_from = {
+        "corpus_fingerprint": corpus.fingerprint(),
+        "cases_fingerprint": file_fingerprint(cases_file),
+    }
+    manifest = _manifest(
+        run, corpus, cases_file, cases_meta, policies, tariff_obj, chunk_size, seed, chunks
+    )
     summary = ReplaySummary(run, cases.height, len(chunks))
     todo: list[tuple[Chunk, list[dict[str, Any]]]] = []
     for chunk in chunks:
-        missing = [p.describe() for p in policies if not chunk_done(run, p.label, chunk.index)]
+        missing = [
+            p.describe()
+            for p in policies
+            if not chunk_done(run, p.label, chunk.index, attribution(chunk, p.label, made_from))
+        ]
         summary.skipped += len(policies) - len(missing)
         if missing:
             todo.append((chunk, missing))
@@ -438,7 +491,7 @@ def run_replay(
     per_policy: dict[str, PolicySummary] = {label: PolicySummary(label) for label in labels}
     bar = tqdm(total=total, unit="case", desc="replay", disable=not progress)
     args = [
-        (str(corpus.path), corpus.tokenizer_name, c, m, str(run), tariff_obj.__dict__)
+        (str(corpus.path), corpus.tokenizer_name, c, m, str(run), tariff_obj.__dict__, made_from)
         for c, m in todo
     ]
 
@@ -461,8 +514,54 @@ def run_replay(
     summary.seconds = time.perf_counter() - started
     manifest["planner_calls"] = _planner_calls(run, labels)
     manifest["completed_at"] = created_at()
-    (run / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    _write_manifest(run, manifest)
     return summary
+
+
+def _write_manifest(run: Path, manifest: dict[str, Any]) -> None:
+    atomic_write_text(run / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def _replay_parts(run: Path) -> list[tuple[str, int, Path]]:
+    """(policy folder, chunk index, path) of every replay part in ``run``."""
+    found = []
+    for table in TABLES:
+        root = run / table
+        if not root.is_dir():
+            continue
+        for path in sorted(root.glob("*/chunk-*.parquet")):
+            try:
+                index = int(path.stem.split("-", 1)[1])
+            except ValueError:
+                continue
+            found.append((path.parent.name, index, path))
+    return found
+
+
+def _unattributed(
+    run: Path, chunks: Sequence[Chunk], made_from: dict[str, Any]
+) -> tuple[list[Path], dict[str, dict[str, Any]]]:
+    """For a run without a (readable) manifest: the replay parts no done-marker attributes to
+    these chunks of the same corpus and cases, and the policies (label → description) whose
+    parts all are."""
+    bad: list[Path] = []
+    specs: dict[str, dict[str, Any]] = {}
+    for folder, index, path in _replay_parts(run):
+        marker = read_marker(run / DONE_DIR / folder / f"chunk-{index:05d}.json")
+        ok = (
+            marker is not None
+            and index < len(chunks)
+            and all(marker.get(k) == v for k, v in made_from.items())
+            and marker.get("cases") == chunks[index].digest
+            and isinstance(marker.get("policy"), str)
+            and slug(marker["policy"]) == folder
+        )
+        if not ok:
+            bad.append(path)
+        elif marker is not None and isinstance(marker.get("policy_spec"), dict):
+            specs[marker["policy"]] = {**marker["policy_spec"], "folder": folder}
+    bad_folders = {p.parent.name for p in bad}
+    return bad, {k: v for k, v in specs.items() if v["folder"] not in bad_folders}
 
 
 def _planner_calls(run: Path, labels: Sequence[str]) -> dict[str, Any]:
@@ -515,6 +614,7 @@ def _manifest(
     tariff: Any,
     chunk_size: int,
     seed: int,
+    chunks: Sequence[Chunk] = (),
 ) -> dict[str, Any]:
     path = run / "manifest.json"
     fresh = {
@@ -532,10 +632,28 @@ def _manifest(
         "seed": seed,
         "policies": {p.label: {**p.describe(), "folder": slug(p.label)} for p in policies},
     }
-    if not path.exists():
-        path.write_text(json.dumps(fresh, indent=2, sort_keys=True) + "\n")
+    old: Any = None
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, ValueError):
+            old = None
+        if not (isinstance(old, dict) and isinstance(old.get("policies"), dict)):
+            set_aside(path)  # damaged: kept as manifest.json.damaged, rebuilt below
+            old = None
+    if old is None:
+        made_from = {k: fresh[k] for k in ("corpus_fingerprint", "cases_fingerprint")}
+        bad, others = _unattributed(run, chunks, made_from)
+        if bad:
+            raise RunError(
+                f"{run} has no readable manifest.json, and {len(bad)} replay part(s) in it "
+                f"cannot be attributed to these corpus and cases (e.g. {bad[0]}): they may "
+                "hold other cases; replay into a new folder, or delete its figures/, "
+                "decisions/, views/ and done/ folders to start over"
+            )
+        fresh["policies"] = {**others, **fresh["policies"]}
+        _write_manifest(run, fresh)
         return fresh
-    old = json.loads(path.read_text())
     for key in ("corpus_fingerprint", "cases_fingerprint", "chunk_size", "tariff"):
         if old.get(key) != fresh[key]:
             raise RunError(
@@ -544,8 +662,8 @@ def _manifest(
             )
     old["policies"].update(fresh["policies"])
     old["ctxreplay_version"] = __version__
-    path.write_text(json.dumps(old, indent=2, sort_keys=True) + "\n")
-    return old
+    _write_manifest(run, old)
+    return dict(old)
 
 
 # --- reading a run back -------------------------------------------------------------------

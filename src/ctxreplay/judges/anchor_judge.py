@@ -203,11 +203,13 @@ class AnchorJudge(Judge):
                                 )
                             )
         # a contract found through its key phrase and through the sentence is one dependency
-        sentences = {d.anchor for d in deps if d.kind == "contract"}
+        contract_anchors = {d.anchor for d in deps if d.kind == "contract"}
         deps = [
             d
             for d in deps
-            if not (d.contract and d.kind != "contract" and any(d.anchor in s for s in sentences))
+            if not (
+                d.contract and d.kind != "contract" and any(d.anchor in s for s in contract_anchors)
+            )
         ]
         blocker = current_blocker(index)
         self._case_cache = (item.case_id, deps, blocker or "", texts)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,8 +230,8 @@ class FlowJudge(Judge):
     ) -> list[Use]:
         p = self.params
         w = self.weights
-        latest = index[index.latest_turn] if index.latest_turn else None
-        protected = set(latest.messages[:1]) if latest is not None else set()
+        turn = index[index.latest_turn] if index.latest_turn else None
+        protected = set(turn.messages[:1]) if turn is not None else set()
         always_idx = {i for i, m in enumerate(prefix) if m.role in ("system", "developer")}
         always_idx |= protected
         always_text = "\n".join(rendered(prefix[i]) for i in sorted(always_idx))
@@ -271,7 +271,7 @@ class FlowJudge(Judge):
                 vt = frozenset(t for t in tokens(value) if w(t) > 0)
                 if not key or not vt or vt <= obtained:
                     continue
-                latest = True
+                newest = True
                 for i, info in order:
                     if not vt <= info.tokens:
                         continue
@@ -282,12 +282,12 @@ class FlowJudge(Judge):
                             if vt <= f.tokens
                             and (
                                 (f.kind == "field" and f.key and f.key[-1] == key[-1])
-                                or (f.kind == "error" and latest)
+                                or (f.kind == "error" and newest)
                             )
                         ),
                         None,
                     )
-                    latest = False
+                    newest = False
                     if fact is not None:
                         use(i, fact, m, "key", f"{' '.join(key)} = {value[:60]}")
                         break
@@ -302,8 +302,8 @@ class FlowJudge(Judge):
             # words together
             matched: dict[int, set[str]] = {}
             for t in sorted(present - always - obtained):
-                if w(t) > 0 and (pos := latest_of.get(t)) is not None:
-                    matched.setdefault(pos, set()).add(t)
+                if w(t) > 0 and (at := latest_of.get(t)) is not None:
+                    matched.setdefault(at, set()).add(t)
             for pos, got in sorted(matched.items()):
                 i, info = sources[pos]
                 candidates = dict.fromkeys(f for t in sorted(got) for f in info.by_token.get(t, ()))
@@ -314,7 +314,7 @@ class FlowJudge(Judge):
                 }
                 best_row = max(row_scores.values(), default=0.0)
                 for fact in candidates:
-                    hit = fact.tokens & got
+                    hit: Set[str] = fact.tokens & got
                     row = fact if fact.kind == "row" else fact.row
                     if row is not None and row_scores.get(row, best_row) < p.row_share * best_row:
                         continue  # a row passed over, and its fields with it
@@ -350,9 +350,9 @@ class FlowJudge(Judge):
             # where the task states it too; 4. an error line about something the future acts
             # on (a file, an id), unless a later message (a retry that worked) mentions it since
             for t in sorted(present - obtained):
-                if shape_floor(t) == 0 or (pos := latest_of.get(t)) is None:
+                if shape_floor(t) == 0 or (at := latest_of.get(t)) is None:
                     continue
-                i, info = sources[pos]
+                i, info = sources[at]
                 for fact in info.by_token.get(t, ()):
                     if fact.kind == "error" and w(t) >= p.error_threshold:
                         use(i, fact, m, "error", t)

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..files import atomic_write_text
+from .completion import redact
 
 CHAT_URL = "/v1/chat/completions"
 
@@ -66,7 +67,9 @@ def write_batch_input(
 
 
 def _failure(code: Any, message: Any, status: Any = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": str(message or ""), "status_code": status}}
+    """A failed line; its message with anything shaped like a key redacted (it is stored as an
+    unscored verdict's reason)."""
+    return {"error": {"code": code, "message": redact(str(message or "")), "status_code": status}}
 
 
 def parse_batch_line(doc: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..files import atomic_write_table
 from ..schema import CALLS
-from .completion import Completion, ModelCallError, redact
+from .completion import Completion, ModelCallError, Secrets, redact
 
 FOLDER = "calls"
 
@@ -53,7 +53,7 @@ class CallSource:
     caller: str
     endpoint: str
     model: str
-    secret: str | None = None
+    secret: Secrets = None
 
     def row(
         self,

@@ -19,23 +19,32 @@ from its own module:
 - :mod:`.calls` — with a run folder, one row per call in ``RUN/calls/``;
 - cost: token usage priced with the tariffs of :mod:`ctxreplay.tariffs`.
 
+Identical requests in flight are coalesced (single flight): while one thread of the process is
+asking a request, every other thread asking the same request key waits for that answer (and its
+cache entry) instead of sending its own; a failure is shared the same way. Each distinct prompt
+is paid once.
+
 Waiting is injectable: ``sleep`` does every wait (backoff, Retry-After, a paused endpoint) and
 ``clock`` measures them, so tests pass a manual clock and assert the waits asked for.
 
 The API key is read from the environment variable named by ``api_key_env`` (a dummy value when it
 is unset, for local servers) and is never written to a completion, cache entry, call row, log or
-reason.
+reason — nor is any other configured secret (the password and query values of ``base_url``, the
+values of the variables named in ``$CTXREPLAY_SECRET_ENVS``): an endpoint that echoes one gets it
+replaced by ``[redacted]`` in everything kept (:func:`.completion.scrub`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..tariffs import Tariff, TariffError, load_tariff
 from .cache import ResponseCache, request_key
@@ -47,6 +56,7 @@ from .completion import (
     TokenUsage,
     read_response,
     redact,
+    scrub,
 )
 from .limiter import Clock, Sleep, endpoint_limiter
 from .request import (
@@ -61,12 +71,62 @@ from .retries import Backoff, TransientFailure, is_retryable, retry_after_second
 from .structured import Answer, parse_json_answer, schema_of
 from .transport import HttpFailure, Transport
 
+#: names of environment variables whose values are secrets too (comma-separated), beside the key
+SECRET_ENVS = "CTXREPLAY_SECRET_ENVS"
+#: query parameters of a base URL whose values are credentials
+_SECRET_PARAM = re.compile(r"key|token|secret|sig|pass|auth", re.IGNORECASE)
+
+
+def configured_secrets(base_url: str, key: str | None) -> tuple[str, ...]:
+    """Every secret a client is configured with: the API key, the password and the key-like
+    query values (``api-key=``, ``token=``, ``sig=``, …) of the base URL, where keys sometimes
+    travel, and the values of the variables named in ``$CTXREPLAY_SECRET_ENVS``."""
+    found = [key or ""]
+    parts = urlsplit(base_url)
+    found.append(unquote(parts.password or ""))
+    found += [v for k, v in parse_qsl(parts.query) if _SECRET_PARAM.search(k)]
+    for name in (os.environ.get(SECRET_ENVS) or "").split(","):
+        if name.strip():
+            found.append(os.environ.get(name.strip()) or "")
+    return tuple(sorted({s for s in found if s}))
+
+
+class _Flight:
+    """One request being asked: the others asking it wait for its outcome."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.completion: Completion | None = None
+        self.error: BaseException | None = None
+
+
+_flights: dict[str, _Flight] = {}
+_flights_lock = threading.Lock()
+
+
+def _join_flight(key: str) -> tuple[_Flight, bool]:
+    """The flight of ``key``, and whether the caller leads it (sends the request)."""
+    with _flights_lock:
+        flight = _flights.get(key)
+        if flight is not None:
+            return flight, False
+        flight = _flights[key] = _Flight()
+        return flight, True
+
+
+def _land(key: str, flight: _Flight) -> None:
+    with _flights_lock:
+        if _flights.get(key) is flight:
+            del _flights[key]
+    flight.done.set()
+
 
 @dataclass
 class ClientStats:
     calls: int = 0  # complete() calls
     http_requests: int = 0
     cache_hits: int = 0
+    coalesced: int = 0  # answers shared from an identical request in flight (no request)
     cache_write_errors: int = 0
     errors: int = 0
     prompt_tokens: int = 0
@@ -124,12 +184,13 @@ class ModelClient:
         self.max_connection_errors = max(1, int(max_connection_errors))
         key = os.environ.get(api_key_env) if api_key_env else None
         self._secret = key or None
+        self._secrets = configured_secrets(self.base_url, self._secret)
         self._transport = Transport(self.base_url, key, self.timeout)
         self.cache = ResponseCache(cache_dir) if cache_dir else None
         self.tariff = self._resolve_tariff(tariff, tariffs_path)
         self.limiter = endpoint_limiter(self.base_url, self.concurrency)
         self.calls = CallLog(run_dir) if run_dir else None
-        self._source = CallSource(caller, safe_endpoint(self.base_url), model, self._secret)
+        self._source = CallSource(caller, safe_endpoint(self.base_url), model, self._secrets)
         self.stats = ClientStats()
         self._stats_lock = threading.Lock()
 
@@ -237,12 +298,59 @@ class ModelClient:
         key = request_key(request)
         started = self.clock()
         self._tally(calls=1)
-        record = self.cache.get(key) if self.cache is not None else None
-        if record is not None:
-            self._tally(cache_hits=1)
-            hit = replace(Completion.from_record(record, cache_hit=True), prompt_hash=key)
-            self._log(key, "cached", started, hit)
+        hit = self._cached(key, started)
+        if hit is not None:
             return hit
+        flight, leader = _join_flight(key)
+        if not leader:
+            return self._follow(flight, key, started)
+        try:
+            hit = self._cached(key, started)  # answered between the first look and now
+            completion = hit if hit is not None else self._ask(request, key, started)
+            flight.completion = completion
+            return completion
+        except BaseException as e:
+            flight.error = e
+            raise
+        finally:
+            _land(key, flight)
+
+    def _cached(self, key: str, started: float) -> Completion | None:
+        record = self.cache.get(key) if self.cache is not None else None
+        if record is None:
+            return None
+        self._tally(cache_hits=1)
+        hit = replace(Completion.from_record(record, cache_hit=True), prompt_hash=key)
+        hit = scrub(hit, self._secrets)  # an entry stored before redaction covered answers
+        self._log(key, "cached", started, hit)
+        return hit
+
+    def _follow(self, flight: _Flight, key: str, started: float) -> Completion:
+        """Wait for the identical request in flight; its answer (from the cache when there is
+        one) as a hit, or its failure."""
+        flight.done.wait()
+        if flight.error is not None:
+            e = flight.error
+            if isinstance(e, ModelCallError):
+                shared = ModelCallError(e.reason, status=e.status, prompt_hash=key)
+                self._tally(errors=1)
+                self._log(key, "error", started, shared)
+                raise shared from None
+            raise e
+        hit = self._cached(key, started)
+        if hit is not None:
+            return hit
+        assert flight.completion is not None
+        self._store(key, flight.completion)  # the leader's client keeps another cache (or none)
+        self._tally(coalesced=1)
+        shared_answer = replace(
+            flight.completion, cache_hit=True, attempts=0, elapsed_s=0.0, prompt_hash=key
+        )
+        self._log(key, "cached", started, shared_answer)
+        return shared_answer
+
+    def _ask(self, request: dict[str, Any], key: str, started: float) -> Completion:
+        """Send the request (with retries and fallbacks); store and log the answer."""
         try:
             completion = self._call(request, key, started)
         except ModelCallError as e:
@@ -346,7 +454,7 @@ class ModelClient:
     def _fail(self, f: HttpFailure, key: str, attempts: int) -> NoReturn:
         if not is_retryable(f.status):
             raise ModelCallError(
-                f"http {f.status}: {redact(f.text, self._secret)[:300]}",
+                f"http {f.status}: {redact(f.text, self._secrets)[:300]}",
                 attempts=attempts,
                 status=f.status,
                 prompt_hash=key,
@@ -405,7 +513,7 @@ class ModelClient:
         level: int | None,
         elapsed: float = 0.0,
     ) -> Completion:
-        r = read_response(doc, self._secret)
+        r = read_response(doc, self._secrets)
         parsed, parse_error = parse_json_answer(r.text) if level is not None else (None, None)
         return Completion(
             text=r.text,

@@ -3,15 +3,19 @@
 
 :func:`read_response` turns a chat-completions response body into the parts of a completion,
 tolerating the small differences between servers (content as a list of parts, arguments as an
-object); :func:`redact` is applied to every piece of endpoint text before it is kept.
+object); :func:`redact` is applied to every piece of endpoint text before it is kept: error text
+(also anything shaped like a key), and the answer itself — text, tool calls, refusal, model name
+— so an endpoint that echoes the API key gets it stored nowhere (:func:`scrub`).
+:func:`is_transient` tells a failure worth asking again (``judge --retry-unscored``) by its
+reason.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import CtxreplayError
@@ -19,11 +23,70 @@ from ..errors import CtxreplayError
 _KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|Bearer\s+\S+)")
 
 
-def redact(text: str, secret: str | None = None) -> str:
-    """``text`` with ``secret`` and anything shaped like an API key or bearer token replaced."""
-    if secret:
-        text = text.replace(secret, "[redacted]")
-    return _KEYLIKE.sub("[redacted]", text)
+REDACTED = "[redacted]"
+
+#: a secret shorter than this is not looked for in answers (a one-letter dummy key would wreck
+#: every answer); error text is redacted of any secret
+MIN_SECRET = 8
+
+Secrets = str | Iterable[str] | None
+
+
+def _secrets(secret: Secrets) -> list[str]:
+    found = [secret] if isinstance(secret, str) else list(secret or ())
+    return sorted({s for s in found if s}, key=len, reverse=True)  # longest first
+
+
+def redact(text: str, secret: Secrets = None) -> str:
+    """``text`` with each secret and anything shaped like an API key or bearer token replaced."""
+    for s in _secrets(secret):
+        text = text.replace(s, REDACTED)
+    return _KEYLIKE.sub(REDACTED, text)
+
+
+def redact_secrets(value: Any, secret: Secrets) -> Any:
+    """``value`` (a string, or JSON made of dicts, lists and strings) with every secret of at
+    least :data:`MIN_SECRET` characters replaced, and nothing else changed."""
+    secrets = [s for s in _secrets(secret) if len(s) >= MIN_SECRET]
+    if not secrets:
+        return value
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            for s in secrets:
+                if s in v:
+                    v = v.replace(s, REDACTED)
+            return v
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, tuple):
+            return tuple(walk(x) for x in v)
+        if isinstance(v, dict):
+            return {walk(k): walk(x) for k, x in v.items()}
+        return v
+
+    return walk(value)
+
+
+#: the reason the client gives a transient failure that outlasted its retries
+#: (``ModelClient._call``: "http 503 after 4 attempts", "timeout after 1 attempt")
+_TRANSIENT = re.compile(
+    r"^(?:http (?:408|409|429|5\d\d)|timeout|connection error) after \d+ attempts?$"
+)
+#: how callers prefix a failed call's reason (the LLM judge, the model planners)
+_CALLER_PREFIX = "model call failed: "
+
+
+def is_transient(reason: str | None) -> bool:
+    """Whether a failure reason (a :class:`ModelCallError`'s, or an unscored verdict's
+    ``model call failed: …``) says the call ran out of retries on a timeout, a connection error,
+    a 429 or a 5xx: worth asking again later. An answer that came back (malformed, refused,
+    outside the schema), a 4xx and an over-budget prompt are not."""
+    if not reason:
+        return False
+    if reason.startswith(_CALLER_PREFIX):
+        reason = reason[len(_CALLER_PREFIX) :]
+    return _TRANSIENT.match(reason.strip()) is not None
 
 
 class ModelCallError(CtxreplayError, RuntimeError):
@@ -169,6 +232,36 @@ _RECORD_DEFAULTS: dict[str, Any] = {
 }
 
 
+def scrub(c: Completion, secret: Secrets) -> Completion:
+    """``c`` with every secret (:func:`redact_secrets`) removed from what the endpoint said:
+    text, tool calls, refusal, parsed answer, parse error and model name; the same object when
+    there was none."""
+    if not [s for s in _secrets(secret) if len(s) >= MIN_SECRET]:
+        return c
+    fields = {
+        "text": c.text,
+        "tool_calls": [[t.id, t.name, t.arguments] for t in c.tool_calls],
+        "refusal": c.refusal,
+        "parsed": c.parsed,
+        "parse_error": c.parse_error,
+        "model": c.model,
+        "finish_reason": c.finish_reason,
+    }
+    clean = redact_secrets(fields, secret)
+    if clean == fields:
+        return c
+    return replace(
+        c,
+        text=clean["text"],
+        tool_calls=tuple(ToolCall(*t) for t in clean["tool_calls"]),
+        refusal=clean["refusal"],
+        parsed=clean["parsed"],
+        parse_error=clean["parse_error"],
+        model=clean["model"],
+        finish_reason=clean["finish_reason"],
+    )
+
+
 # --- reading a response body ----------------------------------------------------------------
 
 
@@ -221,7 +314,7 @@ def _usage(doc: Mapping[str, Any]) -> TokenUsage:
     )
 
 
-def _first_choice(doc: Any, secret: str | None) -> Mapping[str, Any]:
+def _first_choice(doc: Any, secret: Secrets) -> Mapping[str, Any]:
     if not isinstance(doc, Mapping):
         raise ValueError("body is not a JSON object")
     if "error" in doc and not doc.get("choices"):
@@ -234,20 +327,31 @@ def _first_choice(doc: Any, secret: str | None) -> Mapping[str, Any]:
     return choices[0]
 
 
-def read_response(doc: Any, secret: str | None = None) -> Response:
-    """The answer in a chat-completions body; raises ValueError (a short, redacted reason) for a
-    body that is not one."""
+def read_response(doc: Any, secret: Secrets = None) -> Response:
+    """The answer in a chat-completions body, with every secret redacted from what it says;
+    raises ValueError (a short, redacted reason) for a body that is not one."""
     choice = _first_choice(doc, secret)
     message = choice.get("message")
     if not isinstance(message, Mapping):
         raise ValueError("choice has no message")
     refusal = message.get("refusal")
     model = doc.get("model")
+    finish = choice.get("finish_reason")
+    clean = redact_secrets(
+        {
+            "text": _message_text(message.get("content")),
+            "tool_calls": [[c.id, c.name, c.arguments] for c in _tool_calls(message)],
+            "finish_reason": finish if isinstance(finish, str) else None,
+            "model": model if isinstance(model, str) else None,
+            "refusal": refusal if isinstance(refusal, str) and refusal else None,
+        },
+        secret,
+    )
     return Response(
-        text=_message_text(message.get("content")),
-        tool_calls=_tool_calls(message),
-        finish_reason=choice.get("finish_reason"),
+        text=clean["text"],
+        tool_calls=tuple(ToolCall(*c) for c in clean["tool_calls"]),
+        finish_reason=clean["finish_reason"],
         usage=_usage(doc),
-        model=model if isinstance(model, str) else None,
-        refusal=refusal if isinstance(refusal, str) and refusal else None,
+        model=clean["model"],
+        refusal=clean["refusal"],
     )

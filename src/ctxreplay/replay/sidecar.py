@@ -14,15 +14,21 @@ from .objects import part_tokens
 
 
 class SidecarError(CtxreplayError, LookupError):
-    """A sidecar ref that is malformed or not in the store."""
+    """A sidecar ref that is malformed or not in the store, or a payload missing, altered or
+    not an archive."""
 
 
 def payload_messages(payload: bytes) -> list[tuple[int, str, tuple[Part, ...]]]:
-    """(seq, role, parts) of each message an archive holds."""
-    doc = json.loads(payload)
-    return [
-        (e["seq"], e["role"], tuple(row_to_part(p) for p in e["parts"])) for e in doc["messages"]
-    ]
+    """(seq, role, parts) of each message an archive holds; :class:`SidecarError` when the
+    bytes are not an archive."""
+    try:
+        doc = json.loads(payload)
+        return [
+            (e["seq"], e["role"], tuple(row_to_part(p) for p in e["parts"]))
+            for e in doc["messages"]
+        ]
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SidecarError(f"the archived payload is not an archive ({type(e).__name__})") from None
 
 
 def original_result(payload: bytes) -> Part:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from ..datasets.messages import Message, Part
 from ..datasets.rows import part_to_row
+from ..errors import CtxreplayError
 from .compact import compact_json
 from .objects import ContextObject, ObjectIndex, part_tokens
 from .plan import Edit, Rehearsal
@@ -204,8 +205,9 @@ def commit(
         for p in m.parts:
             k = keys[p]
             if k in part_edit:
-                if part_edit[k] is not None:
-                    new_parts.append(part_edit[k])
+                edited = part_edit[k]
+                if edited is not None:
+                    new_parts.append(edited)
             else:
                 new_parts.append(p)
         if m.role == "tool" and not any(p.type == "tool_call_response" for p in new_parts):
@@ -292,31 +294,68 @@ def _plan_function_edit(
         part_edit[result_key] = replace(result, content=text)
 
 
+class InvalidViewError(CtxreplayError):
+    """A policy's view that is not a valid provider request (``view_problems`` found why)."""
+
+    def __init__(self, policy: str, case_id: str, problems: Sequence[str]) -> None:
+        self.policy, self.case_id, self.problems = policy, case_id, tuple(problems)
+        super().__init__(
+            f"policy {policy} made an invalid view of case {case_id}: " + "; ".join(problems)
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, tuple[str, ...]]]:
+        # raised in worker processes: pickled with its own arguments, not the message
+        return (type(self), (self.policy, self.case_id, self.problems))
+
+
+def _has_content(p: Part) -> bool:
+    """Whether a part gives the provider something to send (reasoning and blank text do not)."""
+    if p.type == "text":
+        return bool((p.content or "").strip())
+    return p.type != "reasoning"
+
+
 def view_problems(messages: Sequence[Message]) -> list[str]:
-    """Why ``messages`` would not be a valid chat request (empty when it is)."""
+    """Why ``messages`` would not be a valid chat request (empty when it is).
+
+    A provider rejects a message with nothing to send (no parts, or only reasoning and blank
+    text), a tool message without a result, a call id used twice, a result whose call is not
+    before it (an orphan), a second result for one call, and a call that the messages right
+    after it do not answer (OpenAI wants the tool messages next, Anthropic the next user
+    message): a message that carries no result while calls are open splits them from their
+    results.
+    """
     problems: list[str] = []
-    pending: dict[str, int] = {}
+    pending: dict[str, int] = {}  # open calls: id → the message that made it
     answered: set[str] = set()
+    separated: set[str] = set()  # calls already reported as having no result
     for i, m in enumerate(messages):
-        if not m.parts:
+        if not any(_has_content(p) for p in m.parts):
             problems.append(f"message {i} is empty")
-        if m.role == "assistant" and pending:
+        has_result = any(p.type == "tool_call_response" for p in m.parts)
+        if m.role == "tool" and not has_result:
+            problems.append(f"message {i}: tool message carries no result")
+        if pending and not has_result:
             problems.append(
-                f"message {i}: calls {sorted(pending)} have no result before the next request"
+                f"message {i}: calls {sorted(pending)} have no result before this {m.role} message"
             )
+            separated.update(pending)
             pending.clear()
         for p in m.parts:
+            cid = p.id or ""
             if p.type == "tool_call":
-                if p.id in pending or p.id in answered:
-                    problems.append(f"message {i}: call id {p.id} repeated")
-                pending[p.id or ""] = i
+                if cid in pending or cid in answered or cid in separated:
+                    problems.append(f"message {i}: call id {cid} repeated")
+                pending[cid] = i
             elif p.type == "tool_call_response":
-                if p.id in answered:
-                    problems.append(f"message {i}: second result for call {p.id}")
-                elif p.id not in pending:
-                    problems.append(f"message {i}: result for call {p.id} that was not made")
-                pending.pop(p.id or "", None)
-                answered.add(p.id or "")
+                if cid in answered:
+                    problems.append(f"message {i}: second result for call {cid}")
+                elif cid in separated:
+                    problems.append(f"message {i}: result for call {cid} is split from its call")
+                elif cid not in pending:
+                    problems.append(f"message {i}: result for call {cid} that was not made")
+                pending.pop(cid, None)
+                answered.add(cid)
     if pending:
         problems.append(f"calls {sorted(pending)} have no result")
     return problems

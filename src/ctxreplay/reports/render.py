@@ -12,28 +12,35 @@ import html
 import json
 import math
 import os
-from collections.abc import Callable, Sequence
+import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ..errors import CtxreplayError
+from ..judges.base import DEFAULT_JUDGE
 from ..schema import CATEGORIES
 from .correction import describe as describe_calibration
 from .formatting import (
     Display,
+    RenderError,
     category_title,
     ci,
     count,
     display,
+    fit_table,
     num,
     pval,
     recovery_columns,
     recovery_lines,
+    terminal_width,
     usd,
     usd_delta,
     usd_range,
+    visible_controls,
+    wrap,
+    wrap_command,
 )
 
 if TYPE_CHECKING:
@@ -49,10 +56,6 @@ SUFFIXES = {
     ".html": "html",
     ".htm": "html",
 }
-
-
-class RenderError(CtxreplayError, ValueError):
-    pass
 
 
 # --- number formats -------------------------------------------------------------------------
@@ -248,25 +251,6 @@ def _clip(text: str | None, width: int = 90) -> str:
 # --- terminal -------------------------------------------------------------------------------
 
 
-def _aligned(d: Display) -> list[str]:
-    widths = [len(h) for h in d.headers]
-    for row in d.rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-
-    def line(cells: Sequence[str]) -> str:
-        parts = [
-            c.rjust(w) if n else c.ljust(w)
-            for c, w, n in zip(cells, widths, d.numeric, strict=True)
-        ]
-        return "  ".join(parts).rstrip()
-
-    out = [line(d.headers), "  ".join("─" * w for w in widths)]
-    out.extend(line(r) for r in d.rows)
-    if not d.rows:
-        out.append("(none)")
-    return out
-
-
 def _header_lines(report: Report) -> list[str]:
     m = report.meta
     return [
@@ -278,21 +262,54 @@ def _header_lines(report: Report) -> list[str]:
     ]
 
 
-def render_terminal(report: Report) -> str:
-    lines = _header_lines(report)
+def examples_summary(report: Report) -> str:
+    """How many of the run's losses the examples show, and the commands that show more."""
+    shown, total = report.examples.height, report.losses.height
+    if total == 0:
+        return ""
+    run = shlex.quote(str(report.run))
+    judge = (
+        f" --judge {shlex.quote(report.judge)}"
+        if report.judge and report.judge != DEFAULT_JUDGE
+        else ""
+    )
+    cases = report.losses.unique(["policy", "category", "case_id"]).height
+    more = f"more: `ctxreplay report {run}{judge} --examples N`; " if shown < cases else ""
+    return (
+        f"{shown:,} of {total:,} losses shown; {more}every loss of one category: "
+        f"`ctxreplay audit {run}{judge} --category CATEGORY [--policy POLICY]`."
+    )
+
+
+def render_terminal(report: Report, width: int | None = None) -> str:
+    """The report as terminal text at most ``width`` characters wide (None: the terminal's, 100
+    when not a terminal; 0: no limit). Numbers are never cut: text wraps, and a table too wide
+    for its numbers is split into column groups that repeat the policy column."""
+    w = terminal_width(width)
+    lines: list[str] = []
+    for line in _header_lines(report):
+        lines += wrap(line, w, "", "  ")
     for note in report.notes:
-        lines.append(f"note: {note}")
+        lines += wrap(f"note: {note}", w, "", "  ")
     for d in displays(report):
-        lines += ["", d.title, *_aligned(d), *d.footer]
+        lines += ["", *wrap(d.title, w), *fit_table(d, w)]
+        for line in d.footer:
+            lines += wrap(line, w)
     lines += ["", "Example losses (open one with the command under it)"]
     if report.examples.height == 0:
         lines.append("(none)")
     for r in report.examples.iter_rows(named=True):
-        lines.append(
-            f"  {r['policy']} · {category_title(r['category'])} · {r['case_id']}: "
-            f"{_clip(r['anchor'], 70)!r} from {r['source_object']}, needed at seq {r['need_seq']}"
+        lines += wrap(
+            f"{r['policy']} · {category_title(r['category'])} · {r['case_id']}: "
+            f"{_clip(r['anchor'], 70)!r} from {r['source_object']}, needed at seq {r['need_seq']}",
+            w,
+            "  ",
+            "    ",
         )
-        lines.append(f"    $ {r['show']}")
+        lines += wrap_command(r["show"], w, "    $ ", "        ")
+    summary = examples_summary(report)
+    if summary:
+        lines += wrap(summary, w)
     return "\n".join(lines) + "\n"
 
 
@@ -300,7 +317,10 @@ def render_terminal(report: Report) -> str:
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """A table cell that trace text cannot break out of: HTML is escaped (Markdown renders raw
+    HTML: ``<img src=x onerror=…>`` would run), table and line syntax neutralised."""
+    text = visible_controls(text).replace("\\", "\\\\").replace("|", "\\|")
+    return html.escape(" ".join(text.split("\n")), quote=False)
 
 
 def _md_table(d: Display) -> list[str]:
@@ -341,6 +361,9 @@ def render_markdown(
         for line in d.footer:
             lines += ["", line]
     lines += ["", "## Example losses", ""]
+    summary = examples_summary(report)
+    if summary:
+        lines += [summary, ""]
     ex = display(
         "examples",
         "",
@@ -477,8 +500,12 @@ def render_html(report: Report, png: bytes | None = None) -> str:
     parts.append('<h2 id="audit">Audit: example losses</h2>')
     parts.append(
         '<p class="note">Each row is one dependency the view lost; the command opens the case '
-        "under the policy, prefix and view side by side.</p>"
+        "under the policy: the prefix and what the view made of it, and the future message that "
+        "needed the lost text.</p>"
     )
+    summary = examples_summary(report)
+    if summary:
+        parts.append(f'<p class="note">{_esc(summary)}</p>')
     rows = []
     for r in report.examples.iter_rows(named=True):
         rows.append(
@@ -548,10 +575,11 @@ def render_html(report: Report, png: bytes | None = None) -> str:
 # --- entry points ---------------------------------------------------------------------------
 
 
-def render(report: Report, fmt: str = "terminal") -> str:
-    """The report as one text in ``fmt``: terminal, markdown, csv, json or html."""
+def render(report: Report, fmt: str = "terminal", width: int | None = None) -> str:
+    """The report as one text in ``fmt``: terminal, markdown, csv, json or html. ``width``: the
+    terminal text's line width (None: the terminal's, 100 when not a terminal; 0: no limit)."""
     if fmt == "terminal":
-        return render_terminal(report)
+        return render_terminal(report, width)
     if fmt in ("markdown", "md"):
         return render_markdown(report)
     if fmt == "csv":
@@ -568,12 +596,18 @@ def format_for(path: str | os.PathLike[str]) -> str:
     return SUFFIXES.get(Path(path).suffix.lower(), "csv")
 
 
-def save(report: Report, path: str | os.PathLike[str], fmt: str | None = None) -> list[Path]:
+def save(
+    report: Report,
+    path: str | os.PathLike[str],
+    fmt: str | None = None,
+    width: int | None = None,
+) -> list[Path]:
     """Write the report to ``path``; returns the files written.
 
     csv: one file per table (plus ``tradeoff.png``) in the folder ``path``, or all tables as
     ``# name`` sections when ``path`` ends in .csv. markdown: the file plus ``<stem>.png`` beside
-    it, linked from the page. html: one self-contained file. terminal/json: one file.
+    it, linked from the page. html: one self-contained file. terminal/json: one file (terminal
+    text ``width`` wide, as ``render``).
     """
     out = Path(path)
     fmt = fmt or format_for(out)
@@ -605,5 +639,5 @@ def save(report: Report, path: str | os.PathLike[str], fmt: str | None = None) -
             return [out, png, frontier_png]
         out.write_text(render_markdown(report, plot_href=png.name))
         return [out, png]
-    out.write_text(render(report, fmt))
+    out.write_text(render(report, fmt, width))
     return [out]

@@ -101,13 +101,17 @@ class Report:
         """The trade-off plot as PNG bytes (also written to ``path`` when given)."""
         return tradeoff_plot(self.no_impact, path, title=f"{self.run.name} · judge {self.judge}")
 
-    def render(self, fmt: str = "terminal") -> str:
-        """The report as text: terminal, markdown, csv (sections), json or html."""
-        return render(self, fmt)
+    def render(self, fmt: str = "terminal", width: int | None = None) -> str:
+        """The report as text: terminal, markdown, csv (sections), json or html. ``width``: the
+        terminal text's line width (None: the terminal's, 100 when not a terminal; 0: no
+        limit)."""
+        return render(self, fmt, width)
 
-    def save(self, path: str | os.PathLike[str], fmt: str | None = None) -> list[Path]:
+    def save(
+        self, path: str | os.PathLike[str], fmt: str | None = None, width: int | None = None
+    ) -> list[Path]:
         """Write the report; csv to a folder (one file per table) unless ``path`` ends in .csv."""
-        return save(self, path, fmt)
+        return save(self, path, fmt, width)
 
 
 def _metadata(run: Run, judge: str | None, verdict_count: int, **report: Any) -> dict[str, Any]:
@@ -182,7 +186,9 @@ def build_report(
     ``judge``: a judge label, or a name with one label in the run (None: the run's only judge,
     else anchor). ``reference``: the policy the
     paired comparisons are against (default: the best no-impact rate, ties to more pruning).
-    ``seed`` and ``bootstrap`` set the session-cluster bootstraps. ``calibration_file``: the
+    ``seed`` and ``bootstrap`` set the session-cluster bootstraps. ``examples``: how many
+    example losses the report shows in all (``tables.example_losses``: one per policy first, then
+    one per category; ``losses`` keeps every loss). ``calibration_file``: the
     judge's calibration from elsewhere (a labelled set judged by the same judge) instead of the
     one the run holds; it corrects the no-impact table for the judge's error.
     """
@@ -259,6 +265,7 @@ def build_report(
         **({"sweep": frontier.meta()} if frontier is not None else {}),
         reference=reference,
         reference_chosen=chosen,
+        examples=examples,
         seed=seed,
         bootstrap=bootstrap,
         alpha=alpha,
@@ -278,7 +285,7 @@ def build_report(
         no_impact=table,
         paired=paired,
         taxonomy=taxonomy_table(rows, losses, policies),
-        examples=example_losses(losses, examples),
+        examples=example_losses(losses, examples, policies),
         cost=cost_table(rows, policies, reasons),
         commit_reasons=reasons,
         failures=failures_table(rows, policies),

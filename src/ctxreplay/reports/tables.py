@@ -43,8 +43,8 @@ from .recovery import (
     via_recovery_pct,
 )
 
-#: Example losses kept per (policy, category) in the audit section of a report.
-EXAMPLES = 3
+#: Example losses a report shows in all (``ctxreplay report --examples``; ``example_losses``).
+EXAMPLES = 10
 
 
 class ReportError(CtxreplayError, ValueError):
@@ -509,22 +509,34 @@ def taxonomy_table(
     return pl.DataFrame(rows, schema=TAXONOMY_SCHEMA)
 
 
-def example_losses(losses: pl.DataFrame, per: int = EXAMPLES) -> pl.DataFrame:
-    """Up to ``per`` losses of each (policy, category): one per case, from as many different
-    sessions as there are (cases of one session often lose the same anchor at successive cuts)."""
-    if losses.height == 0:
-        return losses
+def example_losses(
+    losses: pl.DataFrame, limit: int = EXAMPLES, policies: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Up to ``limit`` losses in all, spread as widely as they go: a loss of each policy (in
+    ``policies`` order, else by name) before a second of any, then a loss of each of its other
+    categories, and only then second losses of a (policy, category); one per case, from as many
+    different sessions as there are (cases of one session often lose the same anchor at
+    successive cuts)."""
+    if losses.height == 0 or limit <= 0:
+        return losses.head(0)
+    order = list(policies or ())
+    order += sorted(set(losses["policy"].to_list()) - set(order))
     firsts = losses.unique(["policy", "category", "case_id"], keep="first", maintain_order=True)
-    ranked = firsts.with_columns(
-        pl.int_range(pl.len()).over(["policy", "category", "session_id"]).alias("_rank")
-    ).sort(["policy", "category", "_rank", "case_id"])
-    return (
-        ranked.group_by(["policy", "category"], maintain_order=True)
-        .head(per)
-        .drop("_rank")
-        .sort(["policy", "category", "case_id"])
-        .select(list(LOSSES_SCHEMA))
+    ranked = (
+        firsts.with_columns(
+            pl.int_range(pl.len()).over(["policy", "category", "session_id"]).alias("_session")
+        )
+        .sort(["policy", "category", "_session", "case_id"])
+        # the k-th loss of its (policy, category) is in round k; in a round, policies take turns
+        .with_columns(pl.int_range(pl.len()).over(["policy", "category"]).alias("_round"))
+        .sort(["policy", "_round", "category"])
+        .with_columns(
+            pl.int_range(pl.len()).over(["policy", "_round"]).alias("_turn"),
+            pl.col("policy").replace_strict(order, range(len(order))).alias("_policy"),
+        )
+        .sort(["_round", "_turn", "_policy"])
     )
+    return ranked.head(limit).sort(["_policy", "category", "case_id"]).select(list(LOSSES_SCHEMA))
 
 
 def normalise_category(category: str, known: Sequence[str] = CATEGORIES) -> str:

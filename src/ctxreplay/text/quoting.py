@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -33,11 +34,57 @@ def close_delimiter(kind: str, nonce: str) -> str:
     return f"<<<END_{TAG} {kind} nonce={nonce}>>>"
 
 
+def _neutral(matched: str) -> str:
+    """The look-alike a delimiter-like run or tag spelling becomes."""
+    if matched[0] == "<":
+        return "‹" * len(matched)
+    if matched[0] == ">":
+        return "›" * len(matched)
+    return "TRACE＿DATA"
+
+
+_DELIMITER_LIKE = re.compile(rf"{_RUN_LT.pattern}|{_RUN_GT.pattern}|{_TAG_RE.pattern}", re.I)
+
+
+def _normal_form(text: str) -> tuple[str, list[int]]:
+    """``text`` in NFKC, one character at a time, without format characters (category Cf:
+    zero-width spaces and joiners, soft hyphens, bidi marks, ...), and for each character of
+    the result the index of the character of ``text`` it came from."""
+    out: list[str] = []
+    owner: list[int] = []
+    for i, ch in enumerate(text):
+        if unicodedata.category(ch) == "Cf":
+            continue
+        norm = unicodedata.normalize("NFKC", ch)
+        out.append(norm)
+        owner.extend([i] * len(norm))
+    return "".join(out), owner
+
+
 def neutralise(text: str) -> str:
-    """Trace text made unable to open or close a data block (look-alike characters)."""
-    text = _RUN_LT.sub(lambda m: "‹" * len(m.group()), text)
-    text = _RUN_GT.sub(lambda m: "›" * len(m.group()), text)
-    return _TAG_RE.sub("TRACE＿DATA", text)
+    """Trace text made unable to open or close a data block (look-alike characters).
+
+    Matching is done on the text's NFKC form without format characters, so a run of ``<`` or
+    a spelling of the tag split by zero-width characters or soft hyphens, or written in
+    compatibility forms (fullwidth, small forms), is caught too; only the characters of a match
+    are replaced (format characters inside it dropped), all other text is left byte for byte.
+    """
+    if text.isascii():  # nothing to normalise: the plain patterns see everything
+        text = _RUN_LT.sub(lambda m: "‹" * len(m.group()), text)
+        text = _RUN_GT.sub(lambda m: "›" * len(m.group()), text)
+        return _TAG_RE.sub("TRACE＿DATA", text)
+    norm, owner = _normal_form(text)
+    out: list[str] = []
+    done = 0
+    for m in _DELIMITER_LIKE.finditer(norm):
+        start, end = owner[m.start()], owner[m.end() - 1] + 1
+        if start < done:  # two matches from one original character: already replaced
+            continue
+        out.append(text[done:start])
+        out.append(_neutral(m.group()))
+        done = end
+    out.append(text[done:])
+    return "".join(out)
 
 
 def shorten(text: str, limit: int) -> str:

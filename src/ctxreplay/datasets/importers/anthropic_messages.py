@@ -23,59 +23,32 @@ cache_creation_input_tokens + cache_read_input_tokens`` and the cached part is
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from ..messages import Message, Part, Session, Usage
 from ..rejects import RecordError, Reject
+from ..validate import FLAG_TIMESTAMP_INVALID
 from .base import (
-    SNIFF_BYTES,
     Importer,
     Record,
     expect,
     importers,
-    iter_records,
     media_part,
     require,
-    sniff_json_keys,
-    whole_document,
+    timestamp_of,
+    unknown_part,
 )
-from .openai_chat import file_digest
+from .openai_chat import ANTHROPIC_BLOCKS, file_digest, is_message_array
+from .sniffing import Sample, capped, content_types, is_message, message_list, sample_of
 
-#: words only Anthropic-shaped JSON uses
-_ANTHROPIC_MARKERS = (
-    '"tool_use"',
-    '"tool_result"',
-    '"tool_use_id"',
-    '"stop_reason"',
-    '"input_tokens"',
-    '"cache_read_input_tokens"',
-    '"cache_creation_input_tokens"',
-    '"redacted_thinking"',
-    '"thinking"',
-    '"media_type"',
-    '"input_schema"',
-)
-#: words that say the file is OpenAI-shaped or another known format
-_FOREIGN_MARKERS = (
-    '"tool_calls"',
-    '"tool_call_id"',
-    '"function_call"',
-    '"image_url"',
-    '"prompt_tokens"',
-    '"gen_ai.',
-    '"resourceSpans"',
-    '"x-ctxreplay"',
-    '"function"',
-    '"developer"',
-    '"reasoning_content"',
-    '"refusal"',
-)
-#: ``system`` as a key (Anthropic's top-level system prompt), not as a role value
-_SYSTEM_KEY = re.compile(r'"system"\s*:')
+#: message fields only OpenAI-shaped messages have
+_OPENAI_FIELDS = ("tool_calls", "tool_call_id", "function_call", "reasoning_content", "refusal")
+#: content part types only OpenAI's APIs use
+_OPENAI_PARTS = frozenset({"image_url", "input_audio", "input_text", "input_image", "file"})
+#: keys of an Anthropic request or response besides ``messages``
+_REQUEST_KEYS = ("max_tokens", "stop_reason", "stop_sequence", "anthropic_version", "tools")
 
 
 def anthropic_usage(obj: Any) -> Usage | None:
@@ -171,7 +144,7 @@ def _block_parts(block: Any, where: str) -> list[Part]:
         if source.get("type") == "content":
             return [Part("file", content=json.dumps(source, ensure_ascii=False), modality="file")]
         return [media_part(block, "file", where)]
-    return [Part.text(json.dumps(block, ensure_ascii=False))]  # kept, never dropped
+    return [unknown_part(block)]  # kept, never dropped (flagged unknown_part_type)
 
 
 def _message(raw: Any, where: str) -> Message:
@@ -195,13 +168,15 @@ def _message(raw: Any, where: str) -> Message:
             isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error") is True
             for b, _ in blocks
         )
-    timestamp = raw.get("timestamp") or raw.get("created_at")
+    recorded = raw.get("timestamp")
+    timestamp, bad_time = timestamp_of(recorded if recorded is not None else raw.get("created_at"))
     return Message(
         role=role,
         parts=tuple(parts),
         is_error=is_error,
         usage=anthropic_usage(raw.get("usage")) if role == "assistant" else None,
-        timestamp=timestamp if isinstance(timestamp, str) else None,
+        timestamp=timestamp,
+        flags=(FLAG_TIMESTAMP_INVALID,) if bad_time else (),
         source_path=where,
     )
 
@@ -225,6 +200,8 @@ def messages_from_anthropic(record: Any) -> tuple[list[Message], dict[str, Any],
     if "messages" not in record and isinstance(record.get("request"), dict):
         body, base = record["request"], "$.request"
     items = expect(require(body, "messages", base), list, f"{base}.messages", "messages")
+    if not items:  # a response to no messages, or a system prompt alone, is no conversation
+        raise RecordError("empty_session", f"{base}.messages is empty", base)
     messages = _system(body.get("system"), f"{base}.system")
     messages += [_message(m, f"{base}.messages[{i}]") for i, m in enumerate(items)]
     response = record.get("response") if body is not record else None
@@ -245,13 +222,64 @@ def messages_from_anthropic(record: Any) -> tuple[list[Message], dict[str, Any],
     return messages, meta, sid
 
 
-def _starts_array(path: Path) -> bool:
-    with path.open("rb") as f:
-        return f.read(SNIFF_BYTES).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")[:1] == "["
+def anthropic_messages_score(messages: list[dict[str, Any]], top: dict[str, Any] | None) -> float:
+    """How surely a message list (and the object holding it) is an Anthropic conversation."""
+    roles = {m["role"] for m in messages}
+    if not roles <= {"user", "assistant", "system"}:
+        return 0.0
+    types = set().union(*(content_types(m) for m in messages))
+    if types & _OPENAI_PARTS or any(f in m for m in messages for f in _OPENAI_FIELDS):
+        return 0.0
+    if any("x-ctxreplay" in m for m in messages):
+        return 0.0
+    if types & ANTHROPIC_BLOCKS:
+        return 0.9
+    usage: list[dict[str, Any]] = [m["usage"] for m in messages if isinstance(m.get("usage"), dict)]
+    if any("input_tokens" in u or "output_tokens" in u for u in usage):
+        return 0.85
+    if top is not None:
+        system = top.get("system")
+        if isinstance(system, str) or (
+            isinstance(system, list) and all(isinstance(b, dict) for b in system)
+        ):
+            return 0.75  # a top-level system prompt: Anthropic's shape
+        if any(k in top for k in _REQUEST_KEYS):
+            return 0.75
+    return 0.0  # plain text turns: OpenAI chat reads them the same
 
 
-def _is_message(value: Any) -> bool:
-    return isinstance(value, dict) and "role" in value and "messages" not in value
+def _record_score(record: Any) -> float:
+    return capped(_shape_score(record), record)
+
+
+def _shape_score(record: Any) -> float:
+    messages = message_list(record)
+    if messages is not None:
+        return anthropic_messages_score(messages, None)
+    if not isinstance(record, dict):
+        return 0.0
+    score = _messages_score(record)
+    request = record.get("request")
+    if isinstance(request, dict):  # a logged request, and maybe its response
+        score = max(score, _messages_score(request))
+        response = record.get("response")
+        blocks = response.get("content") if isinstance(response, dict) else None
+        if isinstance(blocks, list) and {
+            b.get("type") for b in blocks if isinstance(b, dict)
+        } <= ANTHROPIC_BLOCKS | {"text"}:
+            score = max(score, 0.85, _messages_score(request))
+    return score
+
+
+def _messages_score(body: dict[str, Any]) -> float:
+    messages = message_list(body.get("messages"))
+    return anthropic_messages_score(messages, body) if messages is not None else 0.0
+
+
+def sniff_anthropic(sample: Sample) -> float:
+    if sample.layout == "array" and sample.records and all(is_message(r) for r in sample.records):
+        return anthropic_messages_score(list(sample.records), None)  # one bare message list
+    return sample.mean(_record_score)
 
 
 @importers.register("anthropic-messages")
@@ -261,30 +289,15 @@ class AnthropicMessagesImporter(Importer):
     suffixes = (".json", ".jsonl")
 
     def sniff(self, path: Path, head: bytes) -> float:
-        text = sniff_json_keys(head)
-        if '"role"' not in text or any(m in text for m in _FOREIGN_MARKERS):
-            return 0.0
-        if any(m in text for m in _ANTHROPIC_MARKERS):
-            return 0.8
-        if _SYSTEM_KEY.search(text):
-            return 0.6  # a top-level system prompt, which OpenAI messages do not have
-        return 0.0
+        return sniff_anthropic(sample_of(path, head))
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
         self._digest = file_digest(path)
-        records: Iterator[Record | Reject] = iter_records(path, self.name)
-        first = next(records, None)
-        if first is None:
-            return
-        if (
-            path.suffix != ".jsonl"
-            and isinstance(first, Record)
-            and _is_message(first.value)
-            and _starts_array(path)
-        ):  # a top-level array of messages is one session
-            records = iter([whole_document(path, self.name)])
+        records: Iterator[Record | Reject]
+        if is_message_array(path, self.name):  # a top-level array of messages is one session
+            records = iter([self.document(path)])
         else:
-            records = chain([first], records)
+            records = self.records(path)
         for record in records:
             if isinstance(record, Reject):
                 yield record

@@ -16,7 +16,6 @@ the same ids.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -24,19 +23,31 @@ from typing import Any
 
 from ..messages import PART_TYPES, ROLES, Message, Part, Session, as_dict, usage_from
 from ..rejects import RecordError, Reject
+from ..validate import FLAG_TIMESTAMP_INVALID
 from .base import (
-    SNIFF_BYTES,
     Importer,
     Record,
     content_parts,
     expect,
     importers,
+    iter_records,
     require,
-    sniff_json_keys,
-    whole_document,
+    timestamp_of,
 )
+from .sniffing import Sample, capped, content_types, is_message, message_list, sample_of
 
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+#: content part types of the OpenAI APIs
+_OPENAI_PARTS = frozenset(
+    {"text", "input_text", "output_text", "image_url", "input_image", "input_audio", "file",
+     "input_file", "refusal"}
+)  # fmt: skip
+#: content block types only Anthropic's Messages API has (an OpenAI reader would lose them)
+ANTHROPIC_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use",
+     "mcp_tool_use", "mcp_tool_result", "web_search_tool_result", "image", "document",
+     "search_result", "container_upload"}
+)  # fmt: skip
 
 #: the key of the per-message object carrying what the OpenAI shape cannot say
 EXT = "x-ctxreplay"
@@ -108,6 +119,13 @@ def messages_from_openai(items: Any, json_path: str) -> list[Message]:
         if "name" in ext:
             name = _str_or_none(ext["name"])
         flags = ext.get("flags")
+        kept = tuple(f for f in flags if isinstance(f, str)) if isinstance(flags, list) else ()
+        if isinstance(ext.get("timestamp"), str):  # our export: as the corpus had it
+            timestamp, bad_time = ext["timestamp"], False
+        else:
+            timestamp, bad_time = timestamp_of(raw.get("timestamp"))
+        if bad_time and FLAG_TIMESTAMP_INVALID not in kept:
+            kept = (*kept, FLAG_TIMESTAMP_INVALID)
         out.append(
             Message(
                 role=role if role != "function" else "tool",
@@ -116,10 +134,8 @@ def messages_from_openai(items: Any, json_path: str) -> list[Message]:
                 is_error=bool(ext.get("is_error", False)),
                 visible=bool(ext.get("visible", True)),
                 usage=usage_from(ext.get("usage") or raw.get("usage")),
-                timestamp=ext.get("timestamp") or _str_or_none(raw.get("timestamp")),
-                flags=tuple(f for f in flags if isinstance(f, str))
-                if isinstance(flags, list)
-                else (),
+                timestamp=timestamp,
+                flags=kept,
                 source_path=where,
             )
         )
@@ -149,19 +165,77 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _is_message_array(path: Path) -> bool:
-    with path.open("rb") as f:
-        head = f.read(SNIFF_BYTES).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
-    if not head.startswith("["):
+def is_message_array(path: Path, fmt: str) -> bool:
+    """The file is a top-level JSON array whose first element is a chat message (one session)."""
+    if path.suffix == ".jsonl":
         return False
-    first = head[1:].lstrip()
-    return (
-        first.startswith("{") and re.match(r'\{\s*"(role|content|tool_calls)"', first) is not None
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        return False
+    first = next(iter_records(path, fmt), None)
+    return isinstance(first, Record) and is_message(first.value) and "messages" not in first.value
+
+
+# --- detection ----------------------------------------------------------------------------------
+
+
+def openai_messages_score(messages: list[dict[str, Any]], top: dict[str, Any] | None) -> float:
+    """How surely a message list (and the object holding it) is OpenAI chat."""
+    roles = {m["role"] for m in messages}
+    if not roles <= set(_ROLES):
+        return 0.0
+    types = set().union(*(content_types(m) for m in messages))
+    if types & ANTHROPIC_BLOCKS:
+        return 0.1  # Anthropic content blocks: read as OpenAI they would become plain text
+    if any(EXT in m for m in messages):
+        return 0.95  # our own export
+    if top is not None and "system" in top:
+        return 0.2  # a top-level system prompt is Anthropic's shape; OpenAI would drop it
+    evidence = (
+        roles & {"system", "developer", "tool", "function"}
+        or types & _OPENAI_PARTS - {"text"}
+        or any(
+            isinstance(m.get("tool_calls"), list)
+            or "tool_call_id" in m
+            or "function_call" in m
+            or "reasoning_content" in m
+            or "refusal" in m
+            for m in messages
+        )
     )
+    return 0.85 if evidence else 0.6
+
+
+def _record_score(record: Any) -> float:
+    return capped(_shape_score(record), record)
+
+
+def _shape_score(record: Any) -> float:
+    messages = message_list(record)
+    if messages is not None:
+        return openai_messages_score(messages, None)
+    if isinstance(record, dict):
+        messages = message_list(record.get("messages"))
+        if messages is not None:
+            return openai_messages_score(messages, record)
+    return 0.0
+
+
+def sniff_openai(sample: Sample) -> float:
+    if sample.layout == "array" and sample.records and all(is_message(r) for r in sample.records):
+        return openai_messages_score(list(sample.records), None)  # the file is one message list
+    return sample.mean(_record_score)
 
 
 def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:  # reading will reject the file
+        return "unreadable"
 
 
 @importers.register("openai-chat")
@@ -171,17 +245,12 @@ class OpenAIChatImporter(Importer):
     suffixes = (".json", ".jsonl")
 
     def sniff(self, path: Path, head: bytes) -> float:
-        text = sniff_json_keys(head)
-        if f'"{EXT}"' in text and '"messages"' in text:  # our own export
-            return 0.9
-        if '"role"' in text and ('"content"' in text or '"tool_calls"' in text):
-            return 0.5
-        return 0.0
+        return sniff_openai(sample_of(path, head))
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
         self._digest = file_digest(path)
-        if path.suffix != ".jsonl" and _is_message_array(path):  # one session: an array of messages
-            whole = whole_document(path, self.name)
+        if is_message_array(path, self.name):  # one session: an array of messages
+            whole = self.document(path)
             if isinstance(whole, Reject):
                 yield whole
             else:

@@ -13,9 +13,13 @@ test_result, error}``, where ``history`` is the SDK event log (``openhands.sdk.e
   ``metadata.prefix``/``suffix`` the SDK shows the model (``[The command completed with exit code
   0.]``), a browser screenshot becomes an image ``blob`` part (counted, never dropped), ``error``
   marks the message ``is_error``;
-* ``SystemPromptEvent`` → ``system`` message; ``AgentErrorEvent`` and ``UserRejectObservation`` →
-  error results of their call; other events (condensation, state updates) carry no LLM message
-  and are only counted in the metadata (``skipped_events``).
+* ``SystemPromptEvent`` → ``system`` message; ``CondensationSummaryEvent`` → the ``user`` message
+  holding the condenser's summary; ``AgentErrorEvent`` and ``UserRejectObservation`` → error
+  results of their call; the SDK's internal events (condensation requests, state updates, pauses,
+  token and completion logs) carry no LLM message and are only counted in the metadata
+  (``skipped_events``). An event of a kind the SDK does not define is counted too
+  (``unknown_events``) and flags the message before it ``unknown_event_kind``: something the
+  model may have seen could be missing.
 
 When the log does not start with a user message, ``instruction`` (the task the benchmark sent)
 is inserted as the first user message, flagged ``from_instruction``. Actions without an
@@ -25,14 +29,15 @@ observation are kept (validation flags them ``unanswered_tool_call``).
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..messages import Message, Part, Session, Usage, as_dict, usage_from
 from ..rejects import Reject
+from ..validate import FLAG_FROM_INSTRUCTION, FLAG_TIMESTAMP_INVALID
 from .base import (
     Importer,
     Record,
@@ -40,16 +45,24 @@ from .base import (
     expect,
     importers,
     require,
-    sniff_json_keys,
+    timestamp_of,
 )
 from .openai_chat import file_digest
+from .sniffing import capped, sample_of
 
-FLAG_FROM_INSTRUCTION = "from_instruction"
+FLAG_UNKNOWN_EVENT_KIND = "unknown_event_kind"
+__all__ = ["FLAG_FROM_INSTRUCTION", "FLAG_UNKNOWN_EVENT_KIND", "OpenHandsImporter"]
 
-_EVENT_KIND = re.compile(
-    r'"kind"\s*:\s*"(ActionEvent|ObservationEvent|MessageEvent|SystemPromptEvent)"'
-)
-_HISTORY = re.compile(r'"history"\s*:\s*\[')
+#: events that become messages
+LLM_EVENTS = frozenset(
+    {"MessageEvent", "ActionEvent", "ObservationEvent", "SystemPromptEvent", "AgentErrorEvent",
+     "UserRejectObservation", "CondensationSummaryEvent"}
+)  # fmt: skip
+#: the SDK's events that never reach the model
+INTERNAL_EVENTS = frozenset(
+    {"ConversationStateUpdateEvent", "CondensationRequest", "Condensation", "PauseEvent",
+     "LLMCompletionLogEvent", "TokenEvent", "ConversationErrorEvent", "ServerErrorEvent"}
+)  # fmt: skip
 
 
 @importers.register("openhands")
@@ -59,12 +72,7 @@ class OpenHandsImporter(Importer):
     suffixes = (".jsonl", ".json")
 
     def sniff(self, path: Path, head: bytes) -> float:
-        text = sniff_json_keys(head)
-        if _EVENT_KIND.search(text):
-            return 0.95
-        if '"instance_id"' in text and '"instruction"' in text and _HISTORY.search(text):
-            return 0.7
-        return 0.0
+        return sample_of(path, head).mean(_output_score)
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
         self._digest = file_digest(path)
@@ -132,6 +140,7 @@ def _metadata(value: dict[str, Any], metrics: dict[str, Any], log: _EventLog) ->
         "accumulated_cost": metrics.get("accumulated_cost"),
         "parallel_call_groups": log.parallel_groups or None,
         "skipped_events": dict(log.skipped) or None,
+        "unknown_events": dict(log.unknown) or None,
     }
     return {k: v for k, v in out.items() if v is not None}
 
@@ -155,6 +164,8 @@ class _EventLog:
         self.messages: list[Message] = []
         self.actions: list[tuple[str, dict[str, Any]]] = []
         self.skipped: Counter[str] = Counter()
+        self.unknown: Counter[str] = Counter()
+        self.unknown_at: list[int] = []  # messages made before each unknown event
         self.parallel_groups = 0
 
     def add(self, event: Any, where: str) -> None:
@@ -185,15 +196,28 @@ class _EventLog:
                     role="tool",
                     parts=(Part.response(_call_id(event, where), str(body)),),
                     is_error=True,
-                    timestamp=_str(event.get("timestamp")),
                     source_path=where,
+                    **_time(event),
                 )
             )
-        else:
+        elif kind == "CondensationSummaryEvent":
+            summary = expect(require(event, "summary", where), str, f"{where}.summary", "summary")
+            self.messages.append(
+                Message("user", (Part.text(summary),), source_path=where, **_time(event))
+            )
+        elif kind in INTERNAL_EVENTS:
             self.skipped[kind] += 1
+        else:
+            self.unknown[kind] += 1
+            self.unknown_at.append(len(self.messages))
 
     def finish(self) -> list[Message]:
         self._flush()
+        for at in self.unknown_at:
+            i = max(0, min(at, len(self.messages)) - 1)
+            if i < len(self.messages) and FLAG_UNKNOWN_EVENT_KIND not in self.messages[i].flags:
+                m = self.messages[i]
+                self.messages[i] = replace(m, flags=(*m.flags, FLAG_UNKNOWN_EVENT_KIND))
         return self.messages
 
     def _flush(self) -> None:
@@ -214,19 +238,47 @@ class _EventLog:
             calls.append(_action_call(event, where))
         first_where, first = group[0]
         response = first.get("llm_response_id")
+        time = _time(first)
+        if any(_time(event)["flags"] for _, event in group[1:]):  # a later call's time is bad
+            time["flags"] = (FLAG_TIMESTAMP_INVALID,)
         self.messages.append(
             Message(
                 role="assistant",
                 parts=(*reasoning, *text, *calls),
                 usage=self.usage.get(response) if isinstance(response, str) else None,
-                timestamp=_str(first.get("timestamp")),
                 source_path=first_where,
+                **time,
             )
         )
 
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _time(event: dict[str, Any]) -> dict[str, Any]:
+    """The event's ``timestamp`` and, when it was there but unusable, the flag saying so."""
+    timestamp, bad = timestamp_of(event.get("timestamp"))
+    return {"timestamp": timestamp, "flags": (FLAG_TIMESTAMP_INVALID,) if bad else ()}
+
+
+def _output_score(record: Any) -> float:
+    return capped(_shape_score(record), record)
+
+
+def _shape_score(record: Any) -> float:
+    """An output row: ``{instance_id, instruction?, history: [events with a kind]}``."""
+    if not isinstance(record, dict) or not isinstance(record.get("history"), list):
+        return 0.0
+    events = [e for e in record["history"][:16] if isinstance(e, dict)]
+    kinds = {e.get("kind") for e in events}
+    if kinds & LLM_EVENTS:
+        return 0.95
+    if events and all(isinstance(k, str) for k in kinds):
+        return 0.75
+    if "instance_id" in record and "instruction" in record:
+        return 0.7 if not any("role" in e for e in events) else 0.0
+    return 0.0
 
 
 def _call_id(event: dict[str, Any], where: str) -> str:
@@ -285,9 +337,7 @@ def _message_event(event: dict[str, Any], where: str) -> Message:
         call_id = expect(require(call, "id", cw), str, f"{cw}.id", "tool call id")
         name = expect(require(fn, "name", cw), str, f"{cw}.name", "tool name")
         parts.append(Part.call(call_id, name, fn.get("arguments", "{}")))
-    return Message(
-        role=role, parts=tuple(parts), timestamp=_str(event.get("timestamp")), source_path=where
-    )
+    return Message(role=role, parts=tuple(parts), source_path=where, **_time(event))
 
 
 def _observation_event(event: dict[str, Any], where: str) -> Message:
@@ -314,8 +364,8 @@ def _observation_event(event: dict[str, Any], where: str) -> Message:
         role="tool",
         parts=(Part.response(_call_id(event, where), text, name), *media),
         is_error=error is True or (isinstance(error, str) and bool(error)),
-        timestamp=_str(event.get("timestamp")),
         source_path=where,
+        **_time(event),
     )
 
 

@@ -7,19 +7,28 @@ plain object, as the SDK's console exporter and most vendors write them), alone,
 under ``spans``. A model call carries ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON
 text or arrays of ``{role, parts[{type: text|tool_call|tool_call_response|reasoning|blob|uri|file}],
 finish_reason}``) and optionally ``gen_ai.system_instructions`` (a list of parts or a string), on
-the span, on one of its events, or on a log record. Spans without these are ignored (their record
-indexes are listed in ``ignored_records``); a messages attribute that is not valid JSON rejects
-that span (the reject names the attribute's JSON path; ``raw`` is the record holding it). When a
-rebuilt conversation fails validation, every record that contributed a call is rejected with it.
+the span, on one of its events, or on a log record. Spans without these are skipped and counted
+(``no_model_call``; records holding only such spans are listed in ``ignored_records``); a
+messages attribute that is not valid JSON, or a span holding bytes that are not UTF-8, rejects
+that span (the reject names the JSON path; ``raw`` is the record holding it) and flags the rest of
+its conversation ``conversation_incomplete``. When a rebuilt conversation fails validation, every
+call that contributed to it is rejected with it. Each span is one record of the import's
+accounting: a session (the call a session was built from), a reject, or a skip (``in_session``
+for the other calls of a conversation, whose messages the session holds).
 
 Sessions. ``gen_ai.conversation.id`` is the session key (also OpenInference ``session.id`` and
 Langfuse ``session_id`` / ``langfuse.session.id``; a span without one takes the id of another span
 of its trace, else its trace id stands for the conversation). Every call repeats the history, so
 calls are ordered by start time and the session is the history of the call with the longest
 history (the latest among equals) followed by its output messages. Each other call's input and
-output must be a prefix of that; a mismatch is noted in ``metadata.history_mismatch``, never fatal.
-Each call's usage (``gen_ai.usage.input_tokens``, ``output_tokens``,
-``cache_read.input_tokens``) and end time go onto the output message it produced.
+output must be a prefix of that. Calls that share an id but disagree (a different earlier turn, a
+regenerated answer) are never merged away: each consistent history becomes its own session (keys
+``conversation:<id>``, then ``conversation:<id>#2``...), all flagged ``conversation_split`` with
+``metadata.split`` saying which part of how many. Each call's usage
+(``gen_ai.usage.input_tokens``, ``output_tokens``, ``cache_read.input_tokens``) and end time go
+onto the output message it produced; a start or end time that is not a usable time (NaN,
+infinite, beyond the year 9999) is dropped and flags that message ``timestamp_invalid``; a usage
+count that is not an integer flags it ``usage_out_of_range``.
 
 Grouping is per file, over all its records. The session key is the conversation id alone, without
 the file's digest, so one conversation id maps to one session id wherever it is read; when the same
@@ -30,16 +39,31 @@ rejected as ``duplicate_session`` (concatenate the files to combine their spans)
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..messages import Message, Part, Session, Usage, as_dict, dumps_arguments
-from ..rejects import RecordError, Reject
-from .base import Importer, Record, expect, importers, iter_records, sniff_json_keys
+from ..rejects import RecordError, Reject, inspect_value
+from ..validate import FLAG_TIMESTAMP_INVALID, FLAG_USAGE_OUT_OF_RANGE
+from .base import (
+    Importer,
+    InvalidTime,
+    Record,
+    exception_reason,
+    expect,
+    importers,
+    iso_of_nanos,
+    nanos_of,
+    unknown_part,
+)
 from .openai_chat import file_digest
+from .sniffing import capped, sample_of
+
+FLAG_CONVERSATION_SPLIT = "conversation_split"
+FLAG_CONVERSATION_INCOMPLETE = "conversation_incomplete"
 
 INPUT = "gen_ai.input.messages"
 OUTPUT = "gen_ai.output.messages"
@@ -66,6 +90,8 @@ class Call:
     usage: Usage | None = None
     ended: str | None = None
     model: str | None = None
+    #: flags for the message this call's output starts (a bad time or usage count)
+    flags: tuple[str, ...] = ()
 
 
 @dataclass
@@ -88,7 +114,7 @@ def any_value(value: Any, where: str) -> Any:
         raw = value["intValue"]
         try:
             return int(raw)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise RecordError("wrong_type", "intValue is not an integer", where) from None
     if "arrayValue" in value:
         inner = expect(value["arrayValue"], dict, f"{where}.arrayValue", "arrayValue")
@@ -122,32 +148,18 @@ def attributes(raw: Any, where: str) -> _Attributes:
 
 
 def _nanos(value: Any) -> int | None:
-    """A timestamp (nanoseconds, seconds, or ISO 8601 text) as integer nanoseconds."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, str):
-        if value.isdigit():
-            value = int(value)
-        else:
-            try:
-                moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError:
-                return None
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=UTC)
-            return int(moment.timestamp() * 1_000_000_000)
-    if isinstance(value, int | float):
-        return int(value) if value > 1e14 else int(value * 1_000_000_000)
-    return None
+    """A timestamp (nanoseconds, seconds, or ISO 8601 text) as integer nanoseconds; None when
+    absent; ``InvalidTime`` when recorded but unusable."""
+    return nanos_of(value)
 
 
 def _iso(value: Any) -> str | None:
-    if isinstance(value, str) and not value.isdigit():
+    """A time as ISO 8601 text (text that is not a number is kept as written, and must parse)."""
+    if isinstance(value, str) and not value.strip().isdigit():
+        nanos_of(value)
         return value
-    nanos = _nanos(value)
-    if nanos is None:
-        return None
-    return datetime.fromtimestamp(nanos / 1e9, UTC).isoformat().replace("+00:00", "Z")
+    nanos = nanos_of(value)
+    return iso_of_nanos(nanos) if nanos is not None else None
 
 
 def _first(*values: Any) -> Any:
@@ -193,7 +205,7 @@ def genai_part(raw: Any, where: str) -> Part:
         return Part(
             "file", id=expect(raw.get("file_id"), str, f"{where}.file_id", "file_id"), **common
         )
-    return Part.text(json.dumps(raw, ensure_ascii=False))  # generic part: kept, never dropped
+    return unknown_part(raw)  # generic part: kept, never dropped (flagged unknown_part_type)
 
 
 def genai_messages(value: Any, where: str) -> list[Message]:
@@ -299,18 +311,20 @@ def _conversation(attrs: dict[str, Any], item: dict[str, Any], res: dict[str, An
     return None
 
 
-def _usage(attrs: dict[str, Any]) -> Usage | None:
+def _usage(attrs: dict[str, Any]) -> tuple[Usage | None, bool]:
+    """The call's usage, and whether a recorded count was unusable (not an integer)."""
     found: dict[str, int | None] = {}
+    bad = False
     for field_name, keys in _USAGE.items():
         value = _first(*(attrs.get(k) for k in keys))
-        if isinstance(value, str) and value.isdigit():
-            value = int(value)
-        found[field_name] = (
-            value if isinstance(value, int) and not isinstance(value, bool) else None
-        )
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        bad = bad or (value is not None and not ok)
+        found[field_name] = value if ok else None
     if all(v is None for v in found.values()):
-        return None
-    return Usage(found["prompt"], found["cached"], found["completion"])
+        return None, bad
+    return Usage(found["prompt"], found["cached"], found["completion"]), bad
 
 
 def call_of(
@@ -340,17 +354,33 @@ def call_of(
     system = system_messages(*found[SYSTEM]) if SYSTEM in found else []
     if system and inputs and inputs[0].role == "system":
         system = []
-    start = _nanos(
-        _first(
-            item.get("startTimeUnixNano"),
-            item.get("start_time"),
-            item.get("startTime"),
-            item.get("timeUnixNano"),
-            item.get("observedTimeUnixNano"),
-            item.get("timestamp"),
+    flags: list[str] = []
+    try:
+        start = _nanos(
+            _first(
+                item.get("startTimeUnixNano"),
+                item.get("start_time"),
+                item.get("startTime"),
+                item.get("timeUnixNano"),
+                item.get("observedTimeUnixNano"),
+                item.get("timestamp"),
+            )
         )
-    )
+    except InvalidTime:
+        start = None
+        flags.append(FLAG_TIMESTAMP_INVALID)
     end = _first(item.get("endTimeUnixNano"), item.get("end_time"), item.get("endTime"))
+    recorded_end = _first(end, item.get("timeUnixNano"), item.get("timestamp"))
+    try:
+        ended = _iso(recorded_end)
+    except InvalidTime:  # text is kept as written (and flagged), a number dropped
+        text = isinstance(recorded_end, str) and not recorded_end.strip().isdigit()
+        ended = recorded_end if text else None
+        if FLAG_TIMESTAMP_INVALID not in flags:
+            flags.append(FLAG_TIMESTAMP_INVALID)
+    usage, bad_usage = _usage(span.values)
+    if bad_usage:
+        flags.append(FLAG_USAGE_OUT_OF_RANGE)
     model = _first(
         span.values.get("gen_ai.response.model"), span.values.get("gen_ai.request.model")
     )
@@ -362,10 +392,103 @@ def call_of(
         trace=_trace_id(item),
         history=[*system, *inputs],
         output=outputs,
-        usage=_usage(span.values),
-        ended=_iso(_first(end, item.get("timeUnixNano"), item.get("timestamp"))),
+        usage=usage,
+        ended=ended,
         model=model if isinstance(model, str) else None,
+        flags=tuple(flags),
     )
+
+
+def _is_prefix(messages: list[Message], of: list[Message]) -> bool:
+    return len(messages) <= len(of) and all(_same(a, b) for a, b in zip(messages, of, strict=False))
+
+
+def chains(group: list[Call]) -> list[tuple[Call, list[Call]]]:
+    """The consistent histories among calls that share a conversation: each is the call with
+    the longest history (the latest among equals) and the calls whose messages are a prefix of
+    its messages; the first chain holds the longest call of all."""
+    remaining = sorted(group, key=lambda c: c.order)
+    out: list[tuple[Call, list[Call]]] = []
+    while remaining:
+        final = max(remaining, key=lambda c: (len(c.history), c.order))
+        full = [*final.history, *final.output]
+        members = [c for c in remaining if _is_prefix([*c.history, *c.output], full)]
+        out.append((final, members))
+        taken = {id(c) for c in members}
+        remaining = [c for c in remaining if id(c) not in taken]
+    return out
+
+
+# --- detection ----------------------------------------------------------------------------------
+
+
+def _attribute_keys(raw: Any) -> set[str]:
+    if isinstance(raw, dict):
+        return {k for k in raw if isinstance(k, str)}
+    if isinstance(raw, list):
+        return {kv["key"] for kv in raw if isinstance(kv, dict) and isinstance(kv.get("key"), str)}
+    return set()
+
+
+def _span_keys(value: Any, depth: int = 0) -> tuple[set[str], bool, bool]:
+    """Attribute keys of the span-like objects in a record, whether it has OTLP containers, and
+    whether it has flattened spans (objects with ``attributes`` and span identity fields)."""
+    keys: set[str] = set()
+    otlp = flat = False
+    if depth > 8:
+        return keys, otlp, flat
+    if isinstance(value, list):
+        for v in value[:32]:
+            k, o, f = _span_keys(v, depth + 1)
+            keys |= k
+            otlp, flat = otlp or o, flat or f
+        return keys, otlp, flat
+    if not isinstance(value, dict):
+        return keys, otlp, flat
+    for outer, scopes, inner in (
+        ("resourceSpans", ("scopeSpans", "instrumentationLibrarySpans"), "spans"),
+        ("resourceLogs", ("scopeLogs", "instrumentationLibraryLogs"), "logRecords"),
+    ):
+        if isinstance(value.get(outer), list):
+            otlp = True
+            for rs in value[outer][:8]:
+                if not isinstance(rs, dict):
+                    continue
+                for scope_key in scopes:
+                    for ss in rs.get(scope_key) or []:
+                        if isinstance(ss, dict) and isinstance(ss.get(inner), list):
+                            k, _, _ = _span_keys(ss[inner], depth + 1)
+                            keys |= k
+    if isinstance(value.get("spans"), list):
+        k, o, f = _span_keys(value["spans"], depth + 1)
+        keys |= k
+        otlp, flat = otlp or o, flat or f
+    if "attributes" in value:
+        keys |= _attribute_keys(value["attributes"])
+        for event in value.get("events") or []:
+            if isinstance(event, dict):
+                keys |= _attribute_keys(event.get("attributes"))
+        span_fields = ("traceId", "spanId", "trace_id", "span_id", "context", "start_time",
+                       "startTimeUnixNano", "timeUnixNano", "name", "parent_id")  # fmt: skip
+        flat = flat or any(f in value for f in span_fields)
+    return keys, otlp, flat
+
+
+def _otel_score(record: Any) -> float:
+    return capped(_shape_score(record), record)
+
+
+def _shape_score(record: Any) -> float:
+    keys, otlp, flat = _span_keys(record)
+    if keys & {INPUT, OUTPUT}:
+        return 0.95
+    if any(k.startswith("gen_ai.") for k in keys):
+        return 0.8
+    if otlp:
+        return 0.6
+    if flat:
+        return 0.4
+    return 0.0
 
 
 # --- the importer -------------------------------------------------------------------------
@@ -382,31 +505,23 @@ class OtelGenAIImporter(Importer):
         self.ignored_records: list[int] = []
 
     def sniff(self, path: Path, head: bytes) -> float:
-        text = sniff_json_keys(head)
-        if '"x-ctxreplay"' in text:
-            return 0.0
-        if INPUT in text or OUTPUT in text:
-            return 0.95
-        if "gen_ai." in text and ('"resourceSpans"' in text or '"attributes"' in text):
-            return 0.8
-        if '"resourceSpans"' in text or '"resourceLogs"' in text:
-            return 0.6
-        return 0.0
+        return sample_of(path, head).best(_otel_score)
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
         digest = file_digest(path)
         self.ignored_records = []
+        self._raw_given: set[int] = set()
         calls: list[Call] = []
         by_trace: dict[str, str] = {}  # conversation ids seen on any span of a trace
-        for record in iter_records(path, self.name):
+        #: conversations (or traces) a rejected span belonged to, with how many were rejected
+        troubled: Counter[str] = Counter()
+        for record in self.records(path, check_utf8=False):  # bytes are checked per span
             if isinstance(record, Reject):
                 yield record
                 continue
-            found, rejects = self._calls(path, record, by_trace)
+            found, rejects = self._calls(path, record, by_trace, troubled)
             yield from rejects
             calls.extend(found)
-            if not found and not rejects:
-                self.ignored_records.append(record.index)
         groups: dict[str, list[Call]] = {}
         for c in calls:
             conversation = c.conversation or (by_trace.get(c.trace) if c.trace else None)
@@ -418,79 +533,160 @@ class OtelGenAIImporter(Importer):
                 key = f"call:{digest}:{c.record.index}:{c.where}"
             groups.setdefault(key, []).append(replace(c, conversation=conversation))
         for key, group in groups.items():
-            final = max(group, key=lambda c: (len(c.history), c.order))  # latest among longest
-            results = list(
-                self.guarded(
-                    path,
-                    final.record,
-                    lambda k=key, g=group, f=final: [self._session(path, k, g, f)],
-                )
+            parts = chains(group)
+            incomplete = troubled.get(key, 0) + sum(
+                troubled.get(f"trace:{t}", 0) for t in {c.trace for c in group if c.trace}
             )
-            yield from results
-            if results and isinstance(results[0], Reject):  # the other records go down with it
-                why = results[0]
-                others = {c.record.index: c for c in group if c.record.index != final.record.index}
-                for c in others.values():
-                    detail = f"its conversation ({key}) was rejected: {why.detail}"
-                    yield self.reject(path, c.record, why.reason, detail, c.where)
+            for n, (final, members) in enumerate(parts, start=1):
+                part_key = key if n == 1 else f"{key}#{n}"
+                split = (n, len(parts)) if len(parts) > 1 else None
+                yield from self._chain(path, part_key, final, members, split, incomplete)
+
+    def _chain(
+        self,
+        path: Path,
+        key: str,
+        final: Call,
+        members: list[Call],
+        split: tuple[int, int] | None,
+        incomplete: int,
+    ) -> Iterator[Session | Reject]:
+        results = list(
+            self.guarded(
+                path,
+                final.record,
+                lambda: [self._session(path, key, members, final, split, incomplete)],
+            )
+        )
+        if results and isinstance(results[0], Reject):  # the other calls go down with it
+            why = results[0]
+            why.json_path = why.json_path if why.json_path != "$" else final.where
+            why.raw = self._raw_once(final.record)
+            why.session_id = final.conversation
+            yield why
+            for c in members:
+                if c is final:
+                    continue
+                detail = f"its conversation ({key}) was rejected: {why.detail}"
+                reject = self.reject(path, c.record, why.reason, detail, c.where)
+                reject.raw = self._raw_once(c.record)
+                reject.session_id = c.conversation
+                yield reject
+            return
+        self.tally.skip("in_session", len(members) - 1)
+        yield from results
+
+    def _raw_once(self, record: Record) -> bytes:
+        """A record's bytes on the first reject that names it, empty on later ones (one OTLP
+        document can hold many spans: its bytes are stored once)."""
+        if record.index in self._raw_given:
+            return b""
+        self._raw_given.add(record.index)
+        return record.raw
 
     def _calls(
-        self, path: Path, record: Record, by_trace: dict[str, str]
+        self, path: Path, record: Record, by_trace: dict[str, str], troubled: Counter[str]
     ) -> tuple[list[Call], list[Reject]]:
         calls: list[Call] = []
         rejects: list[Reject] = []
+
+        def reject(reason: str, detail: str, json_path: str) -> Reject:
+            out = self.reject(path, record, reason, detail, json_path)
+            out.raw = self._raw_once(record)
+            return out
+
         if not isinstance(record.value, dict | list):
             err = RecordError("wrong_type", "a record should be a span object or a list", "$")
-            return [], [self.reject(path, record, err.reason, err.detail, err.json_path)]
+            return [], [reject(err.reason, err.detail, err.json_path)]
         try:
             items = list(_items(record.value, "$"))
-        except RecordError as e:
-            return [], [self.reject(path, record, e.reason, e.detail, e.json_path)]
+        except Exception as e:
+            reason, detail = exception_reason(e)
+            where = e.json_path if isinstance(e, RecordError) else "$"
+            return [], [reject(reason, detail, where)]
+        if not items:
+            self.tally.skip("no_spans")
+            self.ignored_records.append(record.index)
+            return [], []
+        self.tally.seen += len(items) - 1  # the record stands for its spans
         for position, (item, where, res) in enumerate(items):
+            key = None
             try:
                 span = attributes(item.get("attributes"), f"{where}.attributes")
                 trace = _trace_id(item)
                 conversation = _conversation(span.values, item, res.values)
+                key = f"conversation:{conversation}" if conversation else None
+                key = key or (f"trace:{trace}" if trace else None)
+                bad = inspect_value(item, root=where)
+                if bad is None:
+                    bad = inspect_value(res.values, root=f"{where}.resource")
+                if bad is not None:
+                    raise RecordError(bad[0], "the span holds bytes that are not UTF-8", bad[1])
                 if trace and conversation:
                     by_trace.setdefault(trace, conversation)
                 call = call_of(record, item, where, span, res, position)
-            except RecordError as e:
-                rejects.append(self.reject(path, record, e.reason, e.detail, e.json_path))
+            except Exception as e:
+                reason, detail = exception_reason(e)
+                at = e.json_path if isinstance(e, RecordError) else where
+                out = reject(reason, detail, at)
+                if key is not None:
+                    troubled[key] += 1
+                    out.session_id = key.split(":", 1)[1]
+                rejects.append(out)
                 continue
             if call is not None:
                 calls.append(call)
+            else:
+                self.tally.skip("no_model_call")
+        if not calls and not rejects:
+            self.ignored_records.append(record.index)
         return calls, rejects
 
-    def _session(self, path: Path, key: str, group: list[Call], final: Call) -> Session:
-        group = sorted(group, key=lambda c: c.order)
+    def _session(
+        self,
+        path: Path,
+        key: str,
+        members: list[Call],
+        final: Call,
+        split: tuple[int, int] | None,
+        incomplete: int,
+    ) -> Session:
+        members = sorted(members, key=lambda c: c.order)
         messages = [*final.history, *final.output]
-        mismatches: list[dict[str, Any]] = []
-        for c in group:
-            full = [*c.history, *c.output]
-            at = next(
-                (i for i, m in enumerate(full) if i >= len(messages) or not _same(m, messages[i])),
-                None,
-            )
-            if at is not None:
-                mismatches.append({"record": c.record.index, "span": c.where, "message": at})
-            if c.output and (at is None or at > len(c.history)):
-                i = len(c.history)  # the first output message: the call's usage and end time
-                messages[i] = replace(
-                    messages[i],
-                    usage=c.usage or messages[i].usage,
-                    timestamp=c.ended or messages[i].timestamp,
+        for c in members:
+            at = len(c.history)
+            if c.output and at < len(messages):  # the call's output: its usage and end time
+                messages[at] = replace(
+                    messages[at],
+                    usage=c.usage or messages[at].usage,
+                    timestamp=c.ended or messages[at].timestamp,
                 )
-        conversation = final.conversation or key.split(":", 1)[1]
+            if c.flags and messages:
+                at = min(at if c.output else at - 1, len(messages) - 1)
+                m = messages[max(at, 0)]
+                new = tuple(f for f in c.flags if f not in m.flags)
+                messages[max(at, 0)] = replace(m, flags=(*m.flags, *new))
+        notes: list[str] = []
+        if split is not None:
+            notes.append(FLAG_CONVERSATION_SPLIT)
+        if incomplete:
+            notes.append(FLAG_CONVERSATION_INCOMPLETE)
+        if notes and messages:
+            first = messages[0]
+            messages[0] = replace(first, flags=(*first.flags, *notes))
+        conversation = final.conversation or key.split(":", 1)[1].split("#", 1)[0]
         metadata: dict[str, Any] = {
-            "calls": len(group),
-            "records": sorted({c.record.index for c in group}),
-            "traces": sorted({c.trace for c in group if c.trace}),
+            "calls": len(members),
+            "records": sorted({c.record.index for c in members}),
+            "traces": sorted({c.trace for c in members if c.trace}),
         }
-        models = sorted({c.model for c in group if c.model})
+        models = sorted({c.model for c in members if c.model})
         if models:
             metadata["models"] = models
-        if mismatches:
-            metadata["history_mismatch"] = mismatches
+        if split is not None:
+            metadata["split"] = {"part": split[0], "of": split[1]}
+        if incomplete:
+            metadata["rejected_calls"] = incomplete
         return Session(
             source_format=self.name,
             source_session_id=conversation,

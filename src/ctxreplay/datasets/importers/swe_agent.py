@@ -37,20 +37,16 @@ from .base import (
     expect,
     importers,
     require,
-    sniff_json_keys,
-    whole_document,
 )
 from .openai_chat import file_digest
+from .sniffing import capped, sample_of
 
 FLAG_DEMO = "demo"
 FLAG_TEXTUAL_COMMAND = "textual_command"
 FLAG_COMMAND_IN_TEXT = "command_in_text"
 
 _ROLES = ("system", "user", "assistant", "tool")
-_HISTORY = re.compile(r'"history"\s*:\s*\[\s*\{\s*"(role|content|agent)"')
-_TRAJECTORY = re.compile(r'"trajectory"\s*:\s*\[')
 _BLOCKS = re.compile(r"```[^\n`]*\n(?P<fence>.*?)```|<command>(?P<tag>.*?)</command>", re.S)
-_EVENT_KIND = re.compile(r'"kind"\s*:\s*"\w+Event"')
 
 
 def last_command_block(text: str) -> re.Match[str] | None:
@@ -81,19 +77,15 @@ class SweAgentImporter(Importer):
     suffixes = (".traj", ".json")
 
     def sniff(self, path: Path, head: bytes) -> float:
-        text = sniff_json_keys(head).lstrip("\ufeff \t\r\n")
-        if not text.startswith("{") or _EVENT_KIND.search(text):
+        sample = sample_of(path, head)
+        if sample.layout != "document":
             return 0.0
-        bonus = 0.05 if path.suffix == ".traj" else 0.0
-        if _HISTORY.search(text) and ('"agent"' in text or '"is_demo"' in text):
-            return 0.9 + bonus
-        if _TRAJECTORY.search(text) and '"observation"' in text and '"action"' in text:
-            return 0.85 + bonus
-        return 0.0
+        score = capped(_trajectory_score(sample.records[0]), sample.records[0])
+        return score + 0.05 if score and path.suffix == ".traj" else score
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
         self._digest = file_digest(path)
-        doc = whole_document(path, self.name)
+        doc = self.document(path)
         if isinstance(doc, Reject):
             yield doc
             return
@@ -224,3 +216,24 @@ def _command(raw: dict[str, Any], text: str, step_action: Any) -> str | None:
     if block is not None and _block_body(block).strip():
         return _block_body(block).strip("\n")
     return None
+
+
+def _trajectory_score(doc: Any) -> float:
+    """A ``.traj``: ``history`` of SWE-agent messages and/or ``trajectory`` of steps."""
+    if not isinstance(doc, dict):
+        return 0.0
+    history = doc.get("history")
+    if isinstance(history, list) and history:
+        entries = [m for m in history[:8] if isinstance(m, dict)]
+        if len(entries) < len(history[:8]) or any("kind" in m for m in entries):
+            return 0.0  # events, not messages
+        if any(isinstance(m.get("role"), str) for m in entries) and any(
+            "agent" in m or "is_demo" in m or "message_type" in m for m in entries
+        ):
+            return 0.9
+    trajectory = doc.get("trajectory")
+    if isinstance(trajectory, list) and trajectory:
+        steps = trajectory[:8]
+        if all(isinstance(t, dict) and "action" in t and "observation" in t for t in steps):
+            return 0.85
+    return 0.0

@@ -15,6 +15,9 @@ How the records map:
   earlier generations) only flags the message ``generation_retried``.
 * The user simulator's device tool calls (``requestor == "user"``: a ``user`` message with
   ``tool_calls`` and the results answering it) never reach the agent: kept, ``visible=False``.
+* A damaged document is read member by member: the simulations that parse still import, the
+  damaged stretch of ``simulations`` is one reject (a damaged ``info`` rejects the file: the
+  system prompt could not be rebuilt). Bytes that are not UTF-8 reject only their simulation.
 * ``usage`` of an ``assistant`` message is the agent's request and becomes ``Message.usage``.
   ``usage`` of a ``user`` message is the *user simulator's* request; it is not the agent's cost,
   and the corpus sums ``Message.usage`` per session, so it goes to the session metadata
@@ -24,24 +27,28 @@ How the records map:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..messages import Message, Part, Session, Usage, usage_from
-from ..rejects import RecordError, Reject
+from ..rejects import RecordError, Reject, inspect_value
+from ..validate import FLAG_SYSTEM_REBUILT, FLAG_TIMESTAMP_INVALID
 from .base import (
     Importer,
+    Record,
+    _checked,
     content_parts,
     expect,
     importers,
+    read_text,
     require,
-    sniff_json_keys,
+    salvage_member,
     sub_record,
-    whole_document,
+    timestamp_of,
 )
 from .openai_chat import file_digest
+from .sniffing import Sample, capped, sample_of
 
 #: tau2 ``LLMAgent``'s instruction and system template (tau2/agent/llm_agent.py)
 AGENT_INSTRUCTION = (
@@ -52,10 +59,9 @@ AGENT_INSTRUCTION = (
 )
 SYSTEM_TEMPLATE = "<instructions>\n{instruction}\n</instructions>\n<policy>\n{policy}\n</policy>"
 
-FLAG_SYSTEM_REBUILT = "system_rebuilt"
 FLAG_GENERATION_RETRIED = "generation_retried"
+__all__ = ["FLAG_GENERATION_RETRIED", "FLAG_SYSTEM_REBUILT", "Tau2BenchImporter"]
 
-_ENV_INFO = re.compile(r'"environment_info"\s*:\s*\{')
 _ROLES = ("assistant", "user", "tool", "system")
 
 
@@ -73,19 +79,12 @@ class Tau2BenchImporter(Importer):
     suffixes = (".json",)
 
     def sniff(self, path: Path, head: bytes) -> float:
-        text = sniff_json_keys(head).lstrip("\ufeff \t\r\n")
-        if not text.startswith("{"):
-            return 0.0
-        if _ENV_INFO.search(text) and ('"agent_info"' in text or '"user_info"' in text):
-            return 0.95
-        if '"simulations"' in text and '"termination_reason"' in text:
-            return 0.9
-        return 0.0
+        return _results_score(sample_of(path, head))
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
-        doc = whole_document(path, self.name)
+        doc = self.document(path, check_utf8=False)  # bytes are checked per simulation
         if isinstance(doc, Reject):
-            yield doc
+            yield from self._salvage(path, doc)
             return
         try:
             value = expect(doc.value, dict, "$", "tau2 results")
@@ -98,15 +97,51 @@ class Tau2BenchImporter(Importer):
                 path, doc, "empty_session", "the results hold no simulations", "$.simulations"
             )
             return
-        context = _DocumentContext(value, file_digest(path), path)
-        for i, sim in enumerate(sims):
-            record = sub_record(i, sim)
+        self.tally.seen += len(sims) - 1  # the document stands for its simulations
+        records = (sub_record(i, sim) for i, sim in enumerate(sims))
+        yield from self._simulations(path, value, records)
+
+    def _salvage(self, path: Path, failed: Reject) -> Iterator[Session | Reject]:
+        """A document that does not parse: the simulations that do, when ``info`` is whole."""
+        if failed.reason not in ("invalid_json", "truncated", "nesting_too_deep"):
+            yield failed
+            return
+        try:
+            _data, text = read_text(path)
+            found = salvage_member(text, "simulations", path, self.name, check_utf8=False)
+        except (OSError, RecursionError, ValueError):
+            found = None
+        if found is None or "info" in found[2] or not found[1]:
+            yield failed
+            return
+        members, elements, _broken = found
+        self.tally.seen += len(elements) - 1
+        yield from self._simulations(path, members, iter(elements))
+
+    def _simulations(
+        self, path: Path, doc: dict[str, Any], records: Iterator[Record | Reject]
+    ) -> Iterator[Session | Reject]:
+        context = _DocumentContext(doc, file_digest(path), path)
+        for record in records:
+            if isinstance(record, Reject):
+                yield record
+                continue
+            record = _checked(record, self.name, path)
+            if isinstance(record, Reject):
+                record.json_path = f"$.simulations[{record.record}]" + (record.json_path or "$")[1:]
+                yield record
+                continue
             yield from self.guarded(
-                path, record, lambda sim=sim, i=i: [self._session(context, i, sim)]
+                path,
+                record,
+                lambda rec=record: [self._session(context, rec.index, rec.value)],
             )
 
     def _session(self, ctx: _DocumentContext, index: int, sim: Any) -> Session:
         where = f"$.simulations[{index}]"
+        if ctx.info_problem is not None:
+            reason, at = ctx.info_problem
+            raise RecordError(reason, "the results' info (policy, agent) is unreadable", at)
         expect(sim, dict, where, "simulation")
         source_id = str(expect(require(sim, "id", where), (str, int), f"{where}.id", "id"))
         raw_messages = expect(
@@ -160,6 +195,12 @@ class _DocumentContext:
     """What every simulation of one results file shares."""
 
     def __init__(self, doc: dict[str, Any], digest: str, path: Path) -> None:
+        info_problem = inspect_value(doc.get("info"))
+        if info_problem is not None:  # every session would carry it: each is rejected
+            doc = {**doc, "info": {}}
+            self.info_problem: tuple[str, str] | None = info_problem
+        else:
+            self.info_problem = None
         self.digest = digest
         self.path = path
         info = _dict(doc.get("info"))
@@ -194,7 +235,8 @@ def _message(raw: Any, where: str) -> tuple[Message, Usage | None]:
     role = expect(require(raw, "role", where), str, f"{where}.role", "role")
     if role not in _ROLES:
         raise RecordError("unknown_role", f"role {role!r} is not a tau2 role", f"{where}.role")
-    timestamp = raw.get("timestamp") if isinstance(raw.get("timestamp"), str) else None
+    timestamp, bad_time = timestamp_of(raw.get("timestamp"))
+    time_flags = (FLAG_TIMESTAMP_INVALID,) if bad_time else ()
     if role == "tool":
         call_id = expect(require(raw, "id", where), str, f"{where}.id", "tool result id")
         content = raw.get("content")
@@ -209,6 +251,7 @@ def _message(raw: Any, where: str) -> tuple[Message, Usage | None]:
                 is_error=raw.get("error") is True,
                 visible=raw.get("requestor") != "user",
                 timestamp=timestamp,
+                flags=time_flags,
                 source_path=where,
             ),
             None,
@@ -227,7 +270,7 @@ def _message(raw: Any, where: str) -> tuple[Message, Usage | None]:
         name = expect(require(call, "name", cw), str, f"{cw}.name", "tool name")
         parts.append(Part.call(call_id, name, call.get("arguments", {})))
     usage = usage_from(raw.get("usage"))
-    flags = (FLAG_GENERATION_RETRIED,) if raw.get("errors") else ()
+    flags = ((FLAG_GENERATION_RETRIED,) if raw.get("errors") else ()) + time_flags
     # A user message that makes tool calls is routed to the user's device, not to the agent.
     visible = not (role == "user" and bool(calls))
     message = Message(
@@ -240,3 +283,26 @@ def _message(raw: Any, where: str) -> tuple[Message, Usage | None]:
         source_path=where,
     )
     return message, usage if role == "user" else None
+
+
+def _results_score(sample: Sample) -> float:
+    """A tau2 ``Results`` document: ``info.environment_info`` and/or ``simulations[]``."""
+    if sample.layout != "document" or not isinstance(sample.records[0], dict):
+        return 0.0
+    return capped(_shape_score(sample.records[0]), sample.records[0])
+
+
+def _shape_score(doc: dict[str, Any]) -> float:
+    info = doc.get("info")
+    env = info.get("environment_info") if isinstance(info, dict) else None
+    sims = doc.get("simulations")
+    sims_shaped = isinstance(sims, list) and all(
+        isinstance(s, dict) and ("messages" in s or "task_id" in s) for s in sims[:3]
+    )
+    if isinstance(env, dict) and isinstance(info, dict):
+        if "agent_info" in info or "user_info" in info or sims_shaped:
+            return 0.95
+        return 0.6
+    if sims_shaped and sims:
+        return 0.9
+    return 0.0

@@ -17,11 +17,10 @@ from typing import Any
 
 from ..messages import Session, as_dict
 from ..rejects import Reject
-from .base import Importer, Record, expect, importers, require, sniff_json_keys
-from .openai_chat import file_digest, messages_from_openai
+from .base import Importer, Record, expect, importers, require
+from .openai_chat import file_digest, messages_from_openai, openai_messages_score
+from .sniffing import capped, is_message, sample_of
 
-_TRAJ = re.compile(r'"traj"\s*:\s*\[')
-_TASK_ID = re.compile(r'"task_id"\s*:')
 #: tau-bench names its result files ``<model>-<env>.json`` (e.g. ``gpt-4o-airline.json``)
 _STEM = re.compile(r"^(?P<model>.+)-(?P<env>airline|retail)$")
 
@@ -33,12 +32,7 @@ class TauBenchImporter(Importer):
     suffixes = (".json", ".jsonl")
 
     def sniff(self, path: Path, head: bytes) -> float:
-        text = sniff_json_keys(head).lstrip("\ufeff \t\r\n")
-        if text[:1] not in ("[", "{") or '"simulations"' in text:
-            return 0.0
-        if _TRAJ.search(text) and _TASK_ID.search(text):
-            return 0.9
-        return 0.0
+        return sample_of(path, head).mean(_result_score)
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
         self._digest = file_digest(path)
@@ -76,3 +70,15 @@ class TauBenchImporter(Importer):
             workload=workload,
             metadata={k: v for k, v in metadata.items() if v is not None},
         )
+
+
+def _result_score(record: Any) -> float:
+    """A tau-bench result: ``{task_id, traj: [OpenAI messages], trial?, reward?, info?}``."""
+    if not isinstance(record, dict) or not isinstance(record.get("traj"), list):
+        return 0.0
+    traj = record["traj"]
+    if not all(is_message(m) for m in traj):
+        return 0.0
+    if traj and openai_messages_score(traj, None) == 0.1:  # Anthropic content blocks
+        return 0.0
+    return capped(0.95 if "task_id" in record else 0.7, record)
