@@ -240,3 +240,25 @@ def test_info_on_a_run_says_it_is_a_run(folders: Folders) -> None:
     code, output = _invoke(["info", str(folders.run)])
     line = _assert_one_line(code, output)
     assert f"{folders.run} is a ctxreplay run, not a corpus (its corpus is " in line
+
+
+def test_cases_cut_by_several_triggers_are_said(folders: Folders, tmp_path: Path) -> None:
+    code, output = _invoke(
+        [
+            "cases",
+            str(folders.corpus),
+            "-o",
+            str(tmp_path / "c.parquet"),
+            "--trigger",
+            "every:2",
+            "--trigger",
+            "user-turns",
+        ]
+    )
+    assert code == 0, output
+    total = int(output.split(" cases from ", 1)[0])
+    by = output.split("  by trigger: ", 1)[1].splitlines()[0]
+    counts = [int(part.rsplit(" ", 1)[1]) for part in by.split(" (", 1)[0].split(", ")]
+    shared = int(by.split(" (", 1)[1].split(" ", 1)[0])
+    assert sum(counts) == total + shared > total
+    assert by.endswith("cases were cut by several triggers and count under each)")

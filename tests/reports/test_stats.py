@@ -156,3 +156,10 @@ def test_paired_bootstrap_difference_has_the_sign_of_x_minus_y():
 def test_docstring_examples_run():
     failures, _ = doctest.testmod(stats)
     assert failures == 0
+
+
+def test_wilson_bounds_are_exact_at_the_ends() -> None:
+    # floating point gave 0.9999999999999999, printed as 99.99999999999999 % in CSV and JSON
+    assert stats.wilson(5, 5).high == 1.0
+    assert stats.wilson(0, 5).low == 0.0
+    assert 0.0 < stats.wilson(3, 5).low < stats.wilson(3, 5).high < 1.0
