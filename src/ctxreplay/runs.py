@@ -332,22 +332,28 @@ class Run:
         row = self.view_row(case_id, policy)
         messages = session if session is not None else self.corpus.load_session(row["session_id"])
         prefix = [m for m in messages if m.visible and m.seq < row["cut"]]
-        out: list[Message] = []
-        for e in row["entries"]:
-            if e["parts"] is None:
-                out.append(prefix[e["index"]])
-            else:
-                out.append(
-                    Message(
-                        role=e["role"],
-                        parts=tuple(row_to_part(p) for p in e["parts"]),
-                        seq=e["seq"],
-                        tokens=e["tokens"],
-                        flags=tuple(e["flags"] or ()),
-                        is_error=prefix[e["index"]].is_error if e["index"] is not None else False,
-                    )
+        return view_messages(row["entries"], prefix)
+
+
+def view_messages(entries: Sequence[dict[str, Any]], prefix: Sequence[Message]) -> list[Message]:
+    """A view's messages from its ``views`` entries: unchanged prefix messages by index, edited
+    ones rebuilt from their stored parts (keeping the prefix message's error status)."""
+    out: list[Message] = []
+    for e in entries:
+        if e["parts"] is None:
+            out.append(prefix[e["index"]])
+        else:
+            out.append(
+                Message(
+                    role=e["role"],
+                    parts=tuple(row_to_part(p) for p in e["parts"]),
+                    seq=e["seq"],
+                    tokens=e["tokens"],
+                    flags=tuple(e["flags"] or ()),
+                    is_error=prefix[e["index"]].is_error if e["index"] is not None else False,
                 )
-        return out
+            )
+    return out
 
 
 #: the suffix a damaged file is renamed with when it is set aside

@@ -47,27 +47,26 @@ def _assert_one_line(code: int, output: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("command", CORPUS_COMMANDS, ids=lambda c: c[0])
-@pytest.mark.parametrize("wrong", ["run", "cases", "other_parquet", "text_file"])
-def test_corpus_commands_reject_other_kinds_of_path(
-    command: list[str], wrong: str, folders: Folders, tmp_path: Path
+#: (the kind of path a command expects, the command, another kind of path to give it)
+WRONG_KIND = [
+    (kind, command, wrong)
+    for kind, commands in (("corpus", CORPUS_COMMANDS), ("run", RUN_COMMANDS))
+    for command in commands
+    for wrong in ("corpus", "run", "cases", "other_parquet", "text_file")
+    if wrong != kind
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "command", "wrong"), WRONG_KIND, ids=[f"{c[0]}-{w}" for _, c, w in WRONG_KIND]
+)
+def test_commands_reject_other_kinds_of_path(
+    kind: str, command: list[str], wrong: str, folders: Folders, tmp_path: Path
 ) -> None:
     path = getattr(folders, wrong)
     code, output = _invoke([command[0], str(path), *_fill(command[1:], folders, tmp_path)])
     line = _assert_one_line(code, output)
-    assert str(path) in line and "corpus" in line
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize("command", RUN_COMMANDS, ids=lambda c: c[0])
-@pytest.mark.parametrize("wrong", ["corpus", "cases", "other_parquet", "text_file"])
-def test_run_commands_reject_other_kinds_of_path(
-    command: list[str], wrong: str, folders: Folders, tmp_path: Path
-) -> None:
-    path = getattr(folders, wrong)
-    code, output = _invoke([command[0], str(path), *_fill(command[1:], folders, tmp_path)])
-    line = _assert_one_line(code, output)
-    assert str(path) in line and "run" in line
+    assert str(path) in line and kind in line
     assert list(tmp_path.iterdir()) == []
 
 

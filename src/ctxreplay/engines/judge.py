@@ -32,7 +32,6 @@ from tqdm import tqdm
 
 from ..datasets.cases import read_cases
 from ..datasets.messages import Message
-from ..datasets.rows import row_to_part
 from ..datasets.tokenizer import get_tokenizer
 from ..errors import CtxreplayError
 from ..files import atomic_write_table, atomic_write_text, remove_stale_temps
@@ -48,6 +47,7 @@ from ..runs import (
     read_verdicts,
     set_aside_damaged_verdicts,
     slug,
+    view_messages,
 )
 from ..schema import VERDICTS
 from .replay import cached_counter
@@ -162,20 +162,7 @@ def inputs_for(work: Work, messages: Sequence[Message], sidecar: SidecarStore) -
         for (case_id, policy), row in work.views.items():
             if case_id != case["case_id"]:
                 continue
-            view: list[Message] = []
-            for e in row["entries"]:
-                if e["parts"] is None:
-                    view.append(prefix[e["index"]])
-                else:
-                    view.append(
-                        Message(
-                            role=e["role"],
-                            parts=tuple(row_to_part(p) for p in e["parts"]),
-                            seq=e["seq"],
-                            tokens=e["tokens"],
-                            flags=tuple(e["flags"] or ()),
-                        )
-                    )
+            view = view_messages(row["entries"], prefix)
             archives, problem = _archives(row, sidecar)
             yield (
                 JudgeInput(

@@ -212,8 +212,8 @@ def commit(
                 new_parts.append(p)
         if m.role == "tool" and not any(p.type == "tool_call_response" for p in new_parts):
             new_parts = []  # media of a pruned tool result goes with it
-        if not new_parts or all(p.type == "reasoning" for p in new_parts):
-            continue
+        if not any(_has_content(p) for p in new_parts):
+            continue  # what is left (reasoning, whitespace) is no message a provider takes
         tokens = sum(part_tokens(p, count) for p in new_parts)
         out.append(replace(m, parts=tuple(new_parts), tokens=tokens))
         origins.append(Origin(i, True, tuple(object_of.get(i, ()))))

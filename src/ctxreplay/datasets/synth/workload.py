@@ -13,6 +13,7 @@ giving the same bytes, so a refactor may move code between methods but never reo
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -55,7 +56,7 @@ class ReadBack:
     ask: str = ""
 
 
-class Workload:
+class Workload(ABC):
     """A session script: ``build`` calls the steps in order and returns the task description."""
 
     NAME: ClassVar[str]
@@ -76,9 +77,9 @@ class Workload:
         except Unusable as reason:
             return str(reason)
 
+    @abstractmethod
     def build(self) -> str:
         """The session's steps in order; returns the task description."""
-        raise NotImplementedError
 
     # --- shared steps -----------------------------------------------------------------------
     def system(self, intro: str, appendix: str = "") -> int:
