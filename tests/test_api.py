@@ -87,3 +87,42 @@ def test_the_readme_python_example_runs() -> None:
     for block in blocks:
         namespace: dict[str, object] = {"messages": OPENAI}
         exec(compile(block, "README.md", "exec"), namespace)
+
+
+def test_a_pruned_call_does_not_leave_a_blank_message() -> None:
+    # a real SWE-agent trace: an assistant message whose text is "\n" beside its tool call;
+    # pruning the call must drop the message, not leave an empty one (providers reject it)
+    from ctxreplay.datasets.tokenizer import get_tokenizer
+    from ctxreplay.replay.context import CommitDecision, context_for
+    from ctxreplay.replay.outcome import replay_case
+    from ctxreplay.replay.plan import Edit, Plan
+    from ctxreplay.replay.view import view_problems
+
+    blank = [dict(m) for m in OPENAI]
+    blank[2]["content"] = "\n"
+    count = get_tokenizer().count
+    ctx = context_for(ctxreplay.as_messages(blank), count)
+    first = ctx.index.functions()[0].id
+
+    class PruneFirst:
+        label = "prune-first"
+
+        def plan(self, ctx):  # type: ignore[no-untyped-def]
+            return Plan(edits=(Edit(first, "prune"),))
+
+        def handles(self, ctx):  # type: ignore[no-untyped-def]
+            return None
+
+        def decide(self, ctx, rehearsal, view, plan):  # type: ignore[no-untyped-def]
+            return CommitDecision(True, "always")
+
+    outcome = replay_case(PruneFirst(), ctx)
+    assert outcome.committed
+    assert [m.role for m in outcome.view.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "user",
+    ]
+    assert view_problems(outcome.view.messages) == []
