@@ -29,6 +29,14 @@ FLAG_UNKNOWN_PART_TYPE = "unknown_part_type"
 FLAG_FROM_INSTRUCTION = "from_instruction"
 FLAG_SYSTEM_REBUILT = "system_rebuilt"
 SYNTHESIZED = frozenset({FLAG_FROM_INSTRUCTION, FLAG_SYSTEM_REBUILT})
+#: a recorded compaction: this message holds the summary that replaced the context before it.
+#: Cases start their prefix at the latest one (what the agent really had), and the
+#: ``compactions`` trigger cuts right before each one.
+FLAG_COMPACTION_SUMMARY = "compaction_summary"
+#: a message of a branch the session left (an edited or retried turn): kept, never visible
+FLAG_ABANDONED_BRANCH = "abandoned_branch"
+#: the user interrupted the turn this message belongs to
+FLAG_TURN_ABORTED = "turn_aborted"
 #: ``mime_type`` of a text part holding the JSON of a part whose type the importer did not know
 UNKNOWN_PART_MIME = "application/vnd.ctxreplay.unknown-part+json"
 

@@ -168,6 +168,10 @@ BUILTIN = (
     "otel_genai",
     "anthropic_messages",
     "openai_chat",
+    "claude_code",
+    "codex_cli",
+    "openai_responses",
+    "inspect_ai",
 )
 importers: Registry[type[Importer]] = Registry(
     "importer", "ctxreplay.importers", tuple(f"ctxreplay.datasets.importers.{m}" for m in BUILTIN)
