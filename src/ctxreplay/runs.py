@@ -33,6 +33,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .datasets.cases import prefix_of
 from .datasets.messages import Message
 from .datasets.rows import row_to_part
 from .datasets.store import Corpus, read_manifest
@@ -331,7 +332,7 @@ class Run:
         """The exact view of a case, rebuilt from views.parquet and the corpus."""
         row = self.view_row(case_id, policy)
         messages = session if session is not None else self.corpus.load_session(row["session_id"])
-        prefix = [m for m in messages if m.visible and m.seq < row["cut"]]
+        prefix = prefix_of([m for m in messages if m.visible], row["cut"])
         return view_messages(row["entries"], prefix)
 
 

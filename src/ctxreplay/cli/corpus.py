@@ -127,7 +127,9 @@ def export_cmd(corpus: Path, out: Path, session: tuple[str, ...]) -> None:
 @folder("corpus")
 @out("Cases file (.parquet).")
 @option(
-    "--trigger", multiple=True, help="tokens:N · fraction:F · user-turns · every:K (repeatable)."
+    "--trigger",
+    multiple=True,
+    help="tokens:N · fraction:F · user-turns · every:K · compactions (repeatable).",
 )
 @option("--window", type=click.IntRange(min=1), default=None, help="Context window for fraction:F.")
 @option(

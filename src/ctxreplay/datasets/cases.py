@@ -3,11 +3,15 @@ really happened next.
 
 A cut ``c`` is a *request point*: message ``c`` is a visible assistant message (the agent is about
 to be called), and every tool call made before ``c`` already has its result. The prefix is the
-visible messages with ``seq < c``; the future runs from ``c`` to the horizon.
+visible messages with ``seq < c`` that the agent still had: after a recorded compaction (a message
+flagged ``compaction_summary``) the agent's context began again at the summary, so the prefix
+starts at the latest summary before ``c`` (``prefix_of``). The future runs from ``c`` to the horizon.
 
-Triggers: ``tokens:N`` (the first request point whose prefix holds at least N tokens),
+Triggers: ``tokens:N`` (the first request point whose context holds at least N tokens),
 ``fraction:F`` with a context window W (``tokens:F·W``), ``user-turns`` (the request point after
-each user turn but the first), ``every:K`` (every K-th request point), or explicit cuts: a CSV
+each user turn but the first), ``every:K`` (every K-th request point), ``compactions`` (right
+before each recorded compaction: the cut is the summary message, the prefix the context it
+replaced, the future starts after it), or explicit cuts: a CSV
 (``session,cut``) or the ``cases.jsonl`` of a dependency-labels set (``session_id``, ``cut``,
 ``future_seqs``; see ``../shared/gold-dev/README.md``). A labelled cut carries its own future end
 (the horizon the labels cover), and a labels set may span several corpora: its rows for sessions
@@ -31,7 +35,9 @@ import pyarrow.parquet as pq
 
 from ..errors import CtxreplayError
 from ..schema import CASES
+from .messages import Message
 from .store import Corpus, frame_of
+from .validate import FLAG_COMPACTION_SUMMARY
 
 
 class CaseError(CtxreplayError, ValueError):
@@ -40,12 +46,32 @@ class CaseError(CtxreplayError, ValueError):
 
 @dataclass(frozen=True)
 class Trigger:
-    kind: str  # tokens | user-turns | every | cut
+    kind: str  # tokens | user-turns | every | compactions | cut
     value: int = 0
 
     @property
     def label(self) -> str:
-        return self.kind if self.kind in ("user-turns", "cut") else f"{self.kind}:{self.value}"
+        if self.kind in ("user-turns", "compactions", "cut"):
+            return self.kind
+        return f"{self.kind}:{self.value}"
+
+
+def is_compaction(m: Message) -> bool:
+    """A recorded compaction: the summary that replaced the agent's context before it."""
+    return FLAG_COMPACTION_SUMMARY in m.flags
+
+
+def prefix_of(visible: Sequence[Message], cut: int) -> tuple[Message, ...]:
+    """The context the agent had at request point ``cut``: the visible messages before it, from
+    the latest recorded compaction summary on (what came before it had been replaced)."""
+    before = [m for m in visible if m.seq < cut]
+    start = max((i for i, m in enumerate(before) if is_compaction(m)), default=0)
+    return tuple(before[start:])
+
+
+def future_of(visible: Sequence[Message], case: dict[str, Any]) -> tuple[Message, ...]:
+    """The visible messages of a case's future (``future_start`` to ``future_end``)."""
+    return tuple(m for m in visible if case["future_start"] <= m.seq < case["future_end"])
 
 
 def parse_trigger(spec: str, window: int | None = None) -> Trigger:
@@ -68,6 +94,8 @@ def parse_trigger(spec: str, window: int | None = None) -> Trigger:
             return Trigger("tokens", max(1, int(f * window)))
         if kind in ("user-turns", "user-turn"):
             return Trigger("user-turns")
+        if kind in ("compactions", "compaction"):
+            return Trigger("compactions")
         if kind == "every":
             k = int(value)
             if k < 1:
@@ -77,7 +105,9 @@ def parse_trigger(spec: str, window: int | None = None) -> Trigger:
         if isinstance(e, CaseError):
             raise
         raise CaseError(f"bad trigger {spec!r}: {e}") from None
-    raise CaseError(f"unknown trigger {spec!r}; use tokens:N, fraction:F, user-turns or every:K")
+    raise CaseError(
+        f"unknown trigger {spec!r}; use tokens:N, fraction:F, user-turns, every:K or compactions"
+    )
 
 
 @dataclass(frozen=True)
@@ -127,11 +157,19 @@ class SessionShape:
     user_turn: list[bool]
     tool_output: list[bool]
     request_point: list[bool]  # message i is a valid cut
+    #: message i is a recorded compaction summary (the context starts again there)
+    compaction: list[bool]
+    #: every tool call before message i has its result
+    settled: list[bool]
+
+    def start(self, index: int) -> int:
+        """Where the context of a cut at ``index`` begins: the latest compaction before it."""
+        return max((j for j in range(index) if self.compaction[j]), default=0)
 
 
 def session_shapes(corpus: Corpus) -> Iterator[SessionShape]:
     frame = corpus.messages(
-        columns=["session_id", "seq", "role", "tokens", "visible", "parts", "tool_call_ids"]
+        columns=["session_id", "seq", "role", "tokens", "visible", "parts", "tool_call_ids", "flags"]
     ).filter(pl.col("visible"))
     types = pl.col("parts").list.eval(pl.element().struct.field("type"))
     frame = frame.with_columns(
@@ -142,7 +180,8 @@ def session_shapes(corpus: Corpus) -> Iterator[SessionShape]:
             .filter(pl.element().struct.field("type") == "tool_call_response")
             .struct.field("id")
         ),
-    ).drop("parts")
+        compaction=pl.col("flags").fill_null([]).list.contains(FLAG_COMPACTION_SUMMARY),
+    ).drop("parts", "flags")
     for (sid,), group in frame.group_by("session_id", maintain_order=True):
         yield _shape(str(sid), group)
 
@@ -152,11 +191,14 @@ def _shape(sid: str, group: pl.DataFrame) -> SessionShape:
     calls = group["tool_call_ids"].to_list()
     responses = group["response_ids"].to_list()
     user_turn = group["user_turn"].to_list()
+    compaction = group["compaction"].to_list()
     pending: set[str] = set()
     seen_user = False
     request_point: list[bool] = []
+    settled: list[bool] = []
     for role, made, answered, is_turn in zip(roles, calls, responses, user_turn, strict=True):
         request_point.append(role == "assistant" and not pending and seen_user)
+        settled.append(not pending)
         seen_user = seen_user or is_turn
         pending.update(made or ())
         pending.difference_update(answered or ())
@@ -168,6 +210,8 @@ def _shape(sid: str, group: pl.DataFrame) -> SessionShape:
         user_turn=user_turn,
         tool_output=[bool(r) for r in responses],
         request_point=request_point,
+        compaction=compaction,
+        settled=settled,
     )
 
 
@@ -176,14 +220,25 @@ def cut_points(shape: SessionShape, trigger: Trigger) -> list[tuple[int, str]]:
     points = [i for i, ok in enumerate(shape.request_point) if ok]
     if trigger.kind == "tokens":
         total = 0
-        running = []
-        for t in shape.tokens:
+        running = []  # tokens of the context before message i (a compaction starts it again)
+        for i, t in enumerate(shape.tokens):
+            if shape.compaction[i]:
+                total = 0
             running.append(total)
             total += t
         for i in points:
             if running[i] >= trigger.value:
                 return [(i, trigger.label)]
         return []
+    if trigger.kind == "compactions":
+        return [
+            (i, trigger.label)
+            for i, is_summary in enumerate(shape.compaction)
+            if is_summary
+            and i + 1 < len(shape.seq)
+            and shape.settled[i]
+            and any(shape.user_turn[shape.start(i) : i])
+        ]
     if trigger.kind == "every":
         return [(i, trigger.label) for n, i in enumerate(points, start=1) if n % trigger.value == 0]
     if trigger.kind == "user-turns":
@@ -211,45 +266,51 @@ def case_row(
 ) -> dict[str, Any]:
     """One case. The future runs from the cut to the horizon (``turns:K`` counts agent
     requests, ``messages:K`` visible messages), or, when ``future_end`` (an exclusive seq) is
-    given, exactly up to it."""
-    prefix_tokens = sum(shape.tokens[:index])
+    given, exactly up to it. A cut at a compaction summary (``compactions``) keeps the summary
+    out of both sides: the prefix is the context it replaced, the future starts after it."""
+    start = shape.start(index)
+    prefix_tokens = sum(shape.tokens[start:index])
     tool_tokens = sum(
-        t for t, out in zip(shape.tokens[:index], shape.tool_output[:index], strict=True) if out
+        t
+        for t, out in zip(shape.tokens[start:index], shape.tool_output[start:index], strict=True)
+        if out
     )
-    limit = horizon
-    end = len(shape.seq)
+    # at a compaction summary the summary is the recorded edit, not something the future did
+    first = index + 1 if shape.compaction[index] else index
+    n = len(shape.seq)
+    end = n
     if future_end is not None:
-        end = next((j for j in range(index, len(shape.seq)) if shape.seq[j] >= future_end), end)
-    elif limit is not None and limit.kind == "messages":
-        end = min(index + limit.value, len(shape.seq))
-    elif limit is not None:
+        end = next((j for j in range(first, n) if shape.seq[j] >= future_end), end)
+    elif horizon is not None and horizon.kind == "messages":
+        end = min(first + horizon.value, n)
+    elif horizon is not None:
         requests = 0
-        for j in range(index, len(shape.seq)):
+        for j in range(first, n):
             if shape.role[j] == "assistant":
-                if requests == limit.value:
+                if requests == horizon.value:
                     end = j
                     break
                 requests += 1
-    requests = sum(1 for j in range(index, end) if shape.role[j] == "assistant")
+    requests = sum(1 for j in range(first, end) if shape.role[j] == "assistant")
     cut = shape.seq[index]
     if future_end is None:
-        future_end = shape.seq[end] if end < len(shape.seq) else shape.seq[-1] + 1
+        future_end = shape.seq[end] if end < n else shape.seq[-1] + 1
     return {
         "case_id": f"{shape.session_id}@{cut}",
         "session_id": shape.session_id,
         "source_session_id": source_id,
         "cut": cut,
         "trigger": trigger,
-        "prefix_messages": index,
+        "prefix_messages": index - start,
         "prefix_tokens": prefix_tokens,
         "prefix_tool_tokens": tool_tokens,
         "tool_share": tool_tokens / prefix_tokens if prefix_tokens else 0.0,
-        "user_turns": sum(shape.user_turn[:index]),
-        "future_start": cut,
+        "user_turns": sum(shape.user_turn[start:index]),
+        "future_start": shape.seq[first],
         "future_end": future_end,
-        "future_messages": end - index,
+        "future_messages": end - first,
         "future_requests": requests,
-        "future_tokens": sum(shape.tokens[index:end]),
+        "future_tokens": sum(shape.tokens[first:end]),
     }
 
 
@@ -527,7 +588,10 @@ def why_no_cases(corpus: Corpus, triggers: Sequence[str], window: int | None = N
     if sessions.height == 0:
         return "the corpus has no sessions"
     largest = int(sessions["tokens"].max() or 0)  # type: ignore[arg-type]
-    token_triggers = [t for t in (parse_trigger(x, window) for x in triggers) if t.kind == "tokens"]
+    parsed = [parse_trigger(x, window) for x in triggers]
+    if parsed and all(t.kind == "compactions" for t in parsed):
+        return "no session records a compaction (a message flagged compaction_summary)"
+    token_triggers = [t for t in parsed if t.kind == "tokens"]
     if token_triggers:
         smallest = min(t.value for t in token_triggers)
         if largest < smallest:

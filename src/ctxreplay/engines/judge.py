@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
-from ..datasets.cases import read_cases
+from ..datasets.cases import future_of, prefix_of, read_cases
 from ..datasets.messages import Message
 from ..datasets.tokenizer import get_tokenizer
 from ..errors import CtxreplayError
@@ -156,8 +156,8 @@ def inputs_for(work: Work, messages: Sequence[Message], sidecar: SidecarStore) -
     count = cached_counter(get_tokenizer().name)
     visible = [m for m in messages if m.visible]
     for case in work.cases:
-        prefix = tuple(m for m in visible if m.seq < case["cut"])
-        future = tuple(m for m in visible if case["future_start"] <= m.seq < case["future_end"])
+        prefix = prefix_of(visible, case["cut"])
+        future = future_of(visible, case)
         index = build_index(prefix, count)
         for (case_id, policy), row in work.views.items():
             if case_id != case["case_id"]:

@@ -35,7 +35,7 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
-from ..datasets.cases import read_cases
+from ..datasets.cases import future_of, is_compaction, prefix_of, read_cases
 from ..datasets.messages import Message, as_dict
 from ..datasets.rows import part_to_row
 from ..datasets.store import Corpus, created_at
@@ -186,12 +186,17 @@ def prefix_context(
     index_cache: dict[int, ObjectIndex],
 ) -> tuple[PrefixContext, list[Message]]:
     visible = [m for m in messages if m.visible]
-    prefix = tuple(m for m in visible if m.seq < case["cut"])
-    future = [m for m in visible if case["future_start"] <= m.seq < case["future_end"]]
+    prefix = prefix_of(visible, case["cut"])
+    future = list(future_of(visible, case))
     index = index_cache.get(case["cut"])
     if index is None:
         index = index_cache[case["cut"]] = build_index(prefix, count)
-    return PrefixContext(case["case_id"], case["session_id"], prefix, index, count), future
+    at_cut = next((m for m in visible if m.seq == case["cut"]), None)
+    recorded = at_cut.text if at_cut is not None and is_compaction(at_cut) else None
+    ctx = PrefixContext(
+        case["case_id"], case["session_id"], prefix, index, count, recorded_compaction=recorded
+    )
+    return ctx, future
 
 
 def outcome_rows(

@@ -38,6 +38,13 @@ class Recorded(Policy):
     nothing (listed in ``plan.meta["rejected"]``). Result ids are ``r<N>``, N the session-local
     call number of the function object, shared with ``agent-forgetting``.
 
+    Recorded compactions (Claude Code's ``/compact`` and auto-compact, Codex CLI's ``compacted``
+    records): at a case cut right before one (``--trigger compactions``) the agent replaced its
+    whole context with the recorded summary. That replays as: every turn but the protected
+    latest user message pruned, with its calls, and the recorded summary placed after the system
+    prompt. The protected latest user message stays, which the real compaction also summarised:
+    the view keeps slightly more than the agent did.
+
     Parameters: ``tool_name`` the apply tool's name (``context_apply``; MCP-prefixed names such
     as ``mcp__ctx__context_apply`` match too).
     """
@@ -52,8 +59,27 @@ class Recorded(Policy):
         return sel.handles(ctx.index)
 
     def plan(self, ctx: PrefixContext) -> Plan:
+        if ctx.recorded_compaction is not None:
+            return compaction_plan(ctx, ctx.recorded_compaction)
         edits, rejected = recorded_edits(ctx, self.params.tool_name)
         return Plan(tuple(edits), meta={"rejected": rejected} if rejected else {})
+
+
+def compaction_plan(ctx: PrefixContext, summary: str) -> Plan:
+    """The recorded compaction at this cut: everything but the latest user message goes, the
+    recorded summary takes its place."""
+    latest = ctx.index.latest_turn
+    edits = [
+        Edit(t.id, "prune", reason="recorded_compaction")
+        for t in ctx.index.turns()
+        if t.id != latest and t.tokens > 0
+    ]
+    edits += [
+        Edit(f.id, "prune", reason="recorded_compaction")
+        for f in sel.editable_functions(ctx)
+        if f.parent == latest
+    ]
+    return Plan(tuple(edits), summary=summary, meta={"recorded_compaction": True})
 
 
 def is_apply_tool(tool_name: str | None, name: str = "context_apply") -> bool:

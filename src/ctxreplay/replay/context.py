@@ -28,6 +28,9 @@ class PrefixContext:
     messages: tuple[Message, ...]
     index: ObjectIndex
     count: Callable[[str], int]
+    #: the summary the agent really replaced this context with, when the trace records a
+    #: compaction at this cut (what ``recorded`` replays; no other planner reads it)
+    recorded_compaction: str | None = None
 
     @property
     def tokens(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from ..datasets.cases import prefix_of
 from ..datasets.messages import Message
 from ..runs import Run, RunError, judge_label, read_verdicts
 from .formatting import GAP, MIN_WIDTH, RenderError, category_title, terminal_width, wrap
@@ -173,7 +174,7 @@ def render_show(
     label = run.resolve_policy(policy)
     row = run.view_row(case_id, label)
     session = run.corpus.load_session(row["session_id"])
-    prefix = [m for m in session if m.visible and m.seq < row["cut"]]
+    prefix = list(prefix_of([m for m in session if m.visible], row["cut"]))
     view = run.load_view(case_id, label, session)
     figures = run.table("figures", label).filter(pl.col("case_id") == case_id).row(0, named=True)
     decisions = run.table("decisions", label).filter(pl.col("case_id") == case_id).to_dicts()
