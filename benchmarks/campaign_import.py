@@ -55,6 +55,7 @@ import shutil
 import sys
 import tempfile
 import time
+import zipfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,10 @@ FORMATS = (
     "swe-agent",
     "openhands",
     "otel-genai",
+    "inspect-ai",
+    "claude-code",
+    "codex-cli",
+    "openai-responses",
 )
 KINDS = (
     "deep_nesting",
@@ -276,6 +281,8 @@ def load_units(corpora: Path | None, limit: int) -> dict[str, list[Unit]]:
         for spans in conversations.values()
         if all("gen_ai.conversation.id" in s["attributes"] for s in spans)
     ]
+    log = json.loads((FIXTURES / "inspect-ai" / "log.json").read_text())
+    units["inspect-ai"] += [Unit("inspect-ai", s, log) for s in log.pop("samples")]
     trajs += [r["traj"] for r in tau if isinstance(r, dict)]
     # the public corpora
     if corpora is not None and corpora.exists():
@@ -293,6 +300,19 @@ def load_units(corpora: Path | None, limit: int) -> dict[str, list[Unit]]:
             units["openhands"] += [Unit("openhands", r) for r in _lines(f) if r.get("history")][
                 :limit
             ]
+        for f in sorted((corpora / "inspect-ai").rglob("*.json")):  # inspect: samples of logs
+            log = json.loads(f.read_text())
+            units["inspect-ai"] += [Unit("inspect-ai", s, log) for s in log.pop("samples")[:limit]]
+        for f in sorted((corpora / "inspect-ai").rglob("*.eval")):
+            with zipfile.ZipFile(f) as z:
+                head = json.loads(z.read("header.json"))
+                names = [n for n in z.namelist() if n.startswith("samples/")][:limit]
+                units["inspect-ai"] += [
+                    Unit("inspect-ai", json.loads(z.read(n)), head) for n in names
+                ]
+    units["claude-code"] += _claude_units(corpora, limit)
+    units["codex-cli"] += _codex_units(corpora, limit)
+    units["openai-responses"] += _responses_units(trajs, limit)
     for i, traj in enumerate(trajs[:limit]):
         units["openai-chat"].append(Unit("openai-chat", {"id": f"traj-{i}", "messages": traj}))
         units["anthropic-messages"].append(Unit("anthropic-messages", _anthropic(i, traj)))
@@ -312,16 +332,18 @@ def render(fmt: str, texts: list[bytes], doc: dict[str, Any] | None, cut: bool =
     """A file of format ``fmt`` holding the records' texts (``cut``: the last one is cut)."""
     if fmt == "swe-agent":
         return texts[0]
-    if fmt in ("openai-chat", "anthropic-messages", "openhands", "otel-genai"):
+    if fmt in ("openai-chat", "anthropic-messages", "openhands", "otel-genai", "claude-code",
+               "codex-cli", "openai-responses"):  # fmt: skip
         return b"\n".join(texts) + (b"" if cut else b"\n")
     if fmt == "tau-bench":
         return b"[\n" + b",\n".join(texts) + (b"" if cut else b"\n]\n")
-    head = dumps(doc or {})[:-1].encode()  # tau2: the document, its simulations last
-    head += b', "simulations": [' if doc else b'"simulations": ['
+    key = "samples" if fmt == "inspect-ai" else "simulations"
+    head = dumps(doc or {})[:-1].encode()  # tau2, inspect: the document, its sessions last
+    head += f', "{key}": ['.encode() if doc else f'"{key}": ['.encode()
     return head + b",\n".join(texts) + (b"" if cut else b"]}\n")
 
 
-SUFFIX = {"swe-agent": ".traj", "tau-bench": ".json", "tau2-bench": ".json"}
+SUFFIX = {"swe-agent": ".traj", "tau-bench": ".json", "tau2-bench": ".json", "inspect-ai": ".json"}
 
 
 @dataclass
@@ -352,6 +374,8 @@ def _messages(fmt: str, value: Any) -> list[Any] | None:
         "tau2-bench": "messages",
         "swe-agent": "history",
         "openhands": "history",
+        "inspect-ai": "messages",
+        "openai-responses": "input",
     }.get(fmt)
     if key is None or not isinstance(value, dict):
         return None
@@ -405,10 +429,13 @@ def _calls(fmt: str, value: Any) -> list[tuple[dict[str, Any], str]]:
         openai = fmt in ("openai-chat", "tau-bench", "swe-agent")
         if (
             (openai and isinstance(item.get("function"), dict) and "id" in item)
-            or (fmt == "anthropic-messages" and item.get("type") == "tool_use")
+            or (fmt in ("anthropic-messages", "claude-code") and item.get("type") == "tool_use")
             or (fmt == "tau2-bench" and {"arguments", "id", "name"} <= set(item))
+            or (fmt == "inspect-ai" and {"arguments", "function", "id"} <= set(item))
         ):
             out.append((item, "id"))
+        elif fmt in _ITEM_FORMATS and item.get("type") in _CALL_ITEMS and "call_id" in item:
+            out.append((item, "call_id"))
         elif fmt == "openhands" and isinstance(item.get("tool_call"), dict):
             out.append((item["tool_call"], "id"))
         elif fmt == "otel-genai" and item.get("type") == "tool_call":
@@ -436,6 +463,10 @@ def _results(fmt: str, value: Any, call_id: str) -> list[tuple[dict[str, Any], s
             out.append((item, "id"))
         if fmt == "swe-agent" and item.get("tool_call_ids") == [call_id]:
             out.append((item, "tool_call_ids"))
+        kind = item.get("type")
+        output = isinstance(kind, str) and kind.endswith("_output")
+        if fmt in _ITEM_FORMATS and output and item.get("call_id") == call_id:
+            out.append((item, "call_id"))
     return out
 
 
@@ -450,6 +481,21 @@ def _assistant(fmt: str, messages: list[Any]) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
+def _inspect_requests(value: Any) -> list[dict[str, Any]]:
+    """inspect: the model requests (events) that produced one of the sample's messages."""
+    messages = value.get("messages") or []
+    ids = {m.get("id") for m in messages if isinstance(m, dict) and m.get("role") == "assistant"}
+    found = []
+    for e in value.get("events") or []:
+        output = e.get("output") if isinstance(e, dict) and e.get("event") == "model" else None
+        choices = output.get("choices") if isinstance(output, dict) else None
+        if choices and isinstance(choices[0], dict):
+            message = choices[0].get("message")
+            if isinstance(message, dict) and message.get("id") in ids - {None}:
+                found.append(e)
+    return found
+
+
 def _otel_span(value: list[Any], rng: random.Random) -> dict[str, Any]:
     return rng.choice(value)
 
@@ -457,6 +503,12 @@ def _otel_span(value: list[Any], rng: random.Random) -> dict[str, Any]:
 def mutate(fmt: str, kind: str, value: Any, rng: random.Random) -> Mutation:
     """The mutated record (parsed; placeholders for what JSON cannot say), and what to expect."""
     value = copy.deepcopy(value)
+    if fmt == "claude-code":
+        return _claude_mutate(kind, value, rng)
+    if fmt == "codex-cli":
+        return _codex_mutate(kind, value, rng)
+    if fmt == "openai-responses" and kind in _RESPONSES_KINDS:
+        return _responses_mutate(kind, value, rng)
     messages = _messages(fmt, value)
     if kind == "deep_nesting":
         target = _otel_span(value, rng) if fmt == "otel-genai" else value
@@ -470,6 +522,11 @@ def mutate(fmt: str, kind: str, value: Any, rng: random.Random) -> Mutation:
             span["attributes"][
                 rng.choice(["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"])
             ] = big
+            return value, "reject_or_flag", frozenset({"usage_out_of_range"}), "usage"
+        requests = _inspect_requests(value) if fmt == "inspect-ai" else []
+        if requests:  # inspect: usage is read from the model request that made a message
+            output = rng.choice(requests)["output"]
+            output["usage"] = {**(output.get("usage") or {}), "input_tokens": big}
             return value, "reject_or_flag", frozenset({"usage_out_of_range"}), "usage"
         if fmt == "openhands":
             actions = [
@@ -485,7 +542,7 @@ def mutate(fmt: str, kind: str, value: Any, rng: random.Random) -> Mutation:
                     ]
                 }
                 return value, "reject_or_flag", frozenset({"usage_out_of_range"}), "usage"
-        elif messages is not None and fmt != "swe-agent":
+        elif messages is not None and fmt not in ("swe-agent", "inspect-ai"):
             m = _assistant(fmt, messages)
             if m is not None:
                 m["usage"] = (
@@ -501,7 +558,11 @@ def mutate(fmt: str, kind: str, value: Any, rng: random.Random) -> Mutation:
             span = _otel_span(value, rng)
             span[rng.choice(["start_time", "end_time", "startTimeUnixNano"])] = NUM
             return value, "reject_or_flag", frozenset({"timestamp_invalid"}), "span time"
-        if fmt == "swe-agent" or not messages:
+        requests = _inspect_requests(value) if fmt == "inspect-ai" else []
+        if requests:  # inspect: a message's time is its model request's
+            rng.choice(requests)["completed"] = NUM
+            return value, "reject_or_flag", frozenset({"timestamp_invalid"}), "request time"
+        if fmt in ("swe-agent", "inspect-ai") or not messages:
             value["timestamp"] = NUM
             return value, "any", frozenset(), "not read"
         target = rng.choice(messages)
@@ -650,7 +711,7 @@ def _unknown(fmt: str, value: Any, messages: list[Any] | None, rng: random.Rando
             {"type": weird, "content": "?"}
         )
         return value, "reject_or_flag", frozenset({"unknown_part_type"}), "part type"
-    if fmt in ("openai-chat", "anthropic-messages") and messages:
+    if fmt in ("openai-chat", "anthropic-messages", "inspect-ai", "openai-responses") and messages:
         m = rng.choice(
             [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
             or messages
@@ -728,7 +789,7 @@ def _bad_utf8(data: bytes, rng: random.Random) -> bytes:
 
 
 def build_case(fmt: str, kind: str, unit: Unit, companion: Unit, rng: random.Random) -> Case:
-    clean = [_text(companion.value, rng)] if fmt != "otel-genai" else []
+    clean = [_text(_own(fmt, companion.value), rng)] if fmt != "otel-genai" else []
     lone = kind == "format_confusion" or fmt == "swe-agent"
     if kind in ("truncation", "bad_utf8", "file_encoding"):
         value, expect, note = copy.deepcopy(unit.value), "reject", ""
@@ -736,10 +797,16 @@ def build_case(fmt: str, kind: str, unit: Unit, companion: Unit, rng: random.Ran
     elif kind == "duplicated_ids":
         value, expect, flags, note, companion_value = _duplicate(fmt, unit, companion, rng)
         if fmt != "otel-genai":
-            clean = [_text(companion_value, rng)]
+            clean = [_text(_own(fmt, companion_value), rng)]
     else:
         value, expect, flags, note = mutate(fmt, kind, unit.value, rng)
-    if fmt == "otel-genai":
+    if fmt == "claude-code":
+        case = _claude_case(kind, unit, companion, value, expect, flags, note, rng)
+    elif fmt == "codex-cli":  # a rollout is its file: one line a record, no companion
+        texts = [_text(r, rng) for r in value]
+        case = Case(fmt, kind, unit, None, texts, 0, expect, flags, note=note)
+        case.spans = (0, len(texts))
+    elif fmt == "otel-genai":
         # conversation ids are global (no file digest in the key): one per file of the batch
         tag = f"#{next(_SERIAL)}"
         if isinstance(value, list) and value and isinstance(value[0], dict):
@@ -781,7 +848,7 @@ def build_case(fmt: str, kind: str, unit: Unit, companion: Unit, rng: random.Ran
         case.note = "cut inside the last record"
     elif kind == "bad_utf8":
         target = case.mutated
-        if fmt == "otel-genai":
+        if fmt in ("otel-genai", "claude-code", "codex-cli"):
             target = rng.randrange(*case.spans)
             case.mutated = target
             case.spans = (target, target + 1)
@@ -828,8 +895,10 @@ def _duplicate(
             holder[key] = [first[k1]] if key == "tool_call_ids" else first[k1]
         second[k2] = first[k1]
         return value, "reject_or_flag", frozenset({"call_id_renamed"}), "tool-call id", other
-    if fmt == "swe-agent":
+    if fmt in ("swe-agent", "codex-cli"):
         return value, "any", frozenset(), "one session per file", other
+    if fmt == "claude-code":  # a shared session id makes one session of both logs
+        return value, "any", frozenset(), "session id", other
     for key in ("id", "session_id", "instance_id", "task_id"):
         if key in value:
             other[key] = value[key]
@@ -838,6 +907,401 @@ def _duplicate(
             return value, "both", frozenset(), f"session {key}", other
     value["id"] = other["id"] = "shared-id"
     return value, "both", frozenset(), "session id", other
+
+
+# --- Claude Code: a unit is the log lines of one session ---------------------------------------
+
+#: record fields that hold a Claude Code uuid (renamed together so two copies never meet)
+_CC_LINKS = ("uuid", "parentUuid", "logicalParentUuid", "leafUuid", "messageId")
+
+
+def _claude_units(corpora: Path | None, limit: int) -> list[Unit]:
+    """Claude Code logs from the fixtures and (files up to 150 kB) the public corpus, each
+    without its sub-agents' lines so that it makes one session; sub-agent files as they are."""
+    files = sorted((FIXTURES / "claude-code").glob("*.jsonl"))
+    if corpora is not None and (corpora / "claude-code").exists():
+        public = sorted((corpora / "claude-code").rglob("*.jsonl"))
+        files += [f for f in public if f.stat().st_size <= 150_000][:limit]
+    units = []
+    for f in files:
+        records = _lines(f)
+        main = [r for r in records if isinstance(r, dict) and not r.get("isSidechain")]
+        if any(r.get("type") in ("user", "assistant") for r in main):
+            records = main
+        if records:
+            units.append(Unit("claude-code", records))
+    return units
+
+
+def _claude_messages(records: list[Any]) -> list[dict[str, Any]]:
+    """The message records a mutation may touch (a uuid's first line: repeats are skipped)."""
+    seen: set[Any] = set()
+    out = []
+    for r in records:
+        if not isinstance(r, dict) or r.get("type") not in ("user", "assistant"):
+            continue
+        if r.get("uuid") in seen or not isinstance(r.get("message"), dict):
+            continue
+        seen.add(r.get("uuid"))
+        out.append(r)
+    return out
+
+
+def _claude_mutate(kind: str, records: list[Any], rng: random.Random) -> Mutation:
+    msgs = _claude_messages(records)
+    if kind == "deep_nesting":
+        container, key = rng.choice(_positions(records, []))
+        container[key] = DEEP
+        return records, "reject", frozenset(), f"{key}"
+    if kind == "huge_int":
+        assistants = [r for r in msgs if r["type"] == "assistant"]
+        if not assistants:
+            rng.choice(msgs)["costUSD"] = rng.choice([2**63, 10**30])
+            return records, "any", frozenset(), "cost"
+        mid = rng.choice(assistants)["message"].get("id")  # every record of the response
+        for r in assistants:
+            if r["message"].get("id") == mid:
+                r["message"]["usage"] = {
+                    "input_tokens": rng.choice([2**63, 2**100]),
+                    "output_tokens": 1,
+                }
+        return records, "reject_or_flag", frozenset({"usage_out_of_range"}), "usage"
+    if kind == "nan_timestamp":
+        rng.choice(msgs)["timestamp"] = NUM
+        return records, "reject_or_flag", frozenset({"timestamp_invalid"}), "message time"
+    if kind in ("wrong_type", "missing_key"):
+        r = rng.choice(msgs)
+        message = r["message"]
+        calls = [
+            b
+            for b in message.get("content") or []
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+        choice = rng.randrange(5 if calls else 4)
+        if kind == "wrong_type":
+            if choice == 0:
+                message["content"] = rng.choice([42, {"a": 1}, None, True, 1.5])
+            elif choice == 1:
+                message["role"] = rng.choice([42, [], {}, None, True, 1.5])
+            elif choice == 2:
+                r["message"] = rng.choice(["x", 42, [], True])
+            elif choice == 3:
+                r["uuid"] = rng.choice([42, [], {}, True, None])
+            else:
+                calls[0]["id"] = rng.choice([42, [], None, True])
+            return (
+                records,
+                "reject",
+                frozenset(),
+                ["content", "role", "message", "uuid", "id"][choice],
+            )
+        if choice == 0:
+            del message["content"]
+        elif choice == 1:
+            del message["role"]
+        elif choice == 2:
+            del r["message"]
+        elif choice == 3:
+            del r[rng.choice(["uuid", "type"])]
+        else:
+            del calls[0]["id"]
+        return (
+            records,
+            "reject",
+            frozenset(),
+            ["content", "role", "message", "uuid/type", "id"][choice],
+        )
+    if kind == "empty_lists":
+        for r in msgs:
+            r["message"]["content"] = []
+        for r in records:
+            if isinstance(r, dict) and r.get("type") == "system" and "content" in r:
+                r["content"] = ""
+        return records, "reject", frozenset(), "every message's content"
+    if kind == "unknown_kinds":
+        message = rng.choice(msgs)["message"]
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}] if content else []
+        weird = rng.choice(["hologram", "QuantumBlock", "x-custom", "audio_transcript"])
+        message["content"] = [*content, {"type": weird, "data": "?"}]
+        return records, "reject_or_flag", frozenset({"unknown_part_type"}), "block type"
+    if kind == "detection_trick":
+        return _salt(records, rng.choice(MARKERS)), "same", frozenset(), "markers in text"
+    if kind == "format_confusion":
+        _confuse(kind, records[0], rng)
+        return records, "ask_or_same", frozenset(), "two shapes"
+    if kind == "huge_field":
+        last = msgs[-1]
+        huge = copy.deepcopy(last)
+        huge.update(type="assistant", uuid=f"{last['uuid']}-huge", parentUuid=last["uuid"])
+        text = "x" * (MAX_MESSAGE_BYTES * 3 // 2)
+        huge["message"] = {"id": "msg_huge", "role": "assistant", "model": "m",
+                           "content": [{"type": "text", "text": text}]}  # fmt: skip
+        records.append(huge)
+        return records, "reject", frozenset(), "1.5 MB"
+    raise ValueError(kind)
+
+
+def _claude_tag(
+    records: list[Any], tag: str, links: bool = False, sid: str | None = None
+) -> list[Any]:
+    """The records under session ids made unique to one file (``sid``: all under that one);
+    ``links``: their uuids too, so the same log twice in one file stays two."""
+    out = copy.deepcopy(records)
+    for r in out:
+        if not isinstance(r, dict):
+            continue
+        if isinstance(r.get("sessionId"), str) and r["sessionId"] not in (DEEP, NUM):
+            r["sessionId"] = sid if sid is not None else r["sessionId"] + tag
+        for k in _CC_LINKS if links else ():
+            if isinstance(r.get(k), str) and r[k] not in (DEEP, NUM):
+                r[k] += tag
+    return out
+
+
+def _claude_sids(records: list[Any]) -> list[str]:
+    return sorted(
+        {
+            r["sessionId"]
+            for r in records
+            if isinstance(r, dict) and isinstance(r.get("sessionId"), str)
+        }
+    )
+
+
+def _claude_case(
+    kind: str,
+    unit: Unit,
+    companion: Unit,
+    value: Any,
+    expect: str,
+    flags: frozenset[str],
+    note: str,
+    rng: random.Random,
+) -> Case:
+    """A file holding the mutated session and (unless alone) a renamed clean companion."""
+    serial = next(_SERIAL)
+    lone = kind == "format_confusion"
+    value = _claude_tag(value, f"#{serial}")
+    sids = _claude_sids(value)
+    newest = next(
+        (
+            r["sessionId"]
+            for r in reversed(value)
+            if isinstance(r, dict) and r.get("sessionId") in sids
+        ),
+        None,
+    )
+    shared = note == "session id" and newest is not None  # one session id: one session
+    other = _claude_tag(companion.value, f"~c{serial}", links=True, sid=newest if shared else None)
+    spans = [_text(r, rng) for r in value]
+    others = [] if lone else [_text(r, rng) for r in other]
+    a = len(others) if kind == "truncation" else 0
+    texts = others + spans if kind == "truncation" else spans + others
+    case = Case(
+        "claude-code", kind, unit, None if lone else companion, texts, a, expect, flags, note=note
+    )
+    case.spans = (a, a + len(spans))
+    case.conversation = json.dumps(sids)
+    return case
+
+
+# --- Codex CLI (a unit is the lines of one rollout) and Responses calls ---------------------------
+
+#: formats made of Responses API items
+_ITEM_FORMATS = ("codex-cli", "openai-responses")
+_CALL_ITEMS = ("function_call", "custom_tool_call")
+#: kinds whose generic mutation does not reach what a logged Responses call reads
+_RESPONSES_KINDS = ("huge_int", "nan_timestamp", "wrong_type", "missing_key", "empty_lists")
+
+
+def _own(fmt: str, value: Any) -> Any:
+    """The companion record as its own conversation: a logged Responses call's session id
+    gathers calls, so the companion (maybe the same unit) gets one of its own."""
+    if fmt == "openai-responses" and isinstance(value, dict):
+        return {**value, "session_id": f"{value.get('session_id')}~companion"}
+    return value
+
+
+def _codex_units(corpora: Path | None, limit: int) -> list[Unit]:
+    """Codex rollouts: the fixtures and (files up to 150 kB) the public corpus."""
+    files = sorted((FIXTURES / "codex-cli").glob("*.jsonl"))
+    if corpora is not None and (corpora / "codex-cli").exists():
+        public = sorted((corpora / "codex-cli").rglob("*.jsonl"))
+        files += [f for f in public if f.stat().st_size <= 150_000][:limit]
+    units = [Unit("codex-cli", _lines(f)) for f in files]
+    return [u for u in units if _codex_items(u.value)]  # early rollouts write bare items
+
+
+def _responses_units(trajs: list[list[dict[str, Any]]], limit: int) -> list[Unit]:
+    """Logged Responses calls holding a whole conversation: the history as ``input``, the last
+    answer as ``output``; from the fixtures and the tau-bench trajectories (as items)."""
+    from ctxreplay.datasets.importers.openai_chat import messages_from_openai
+    from ctxreplay.datasets.responses_format import to_responses_items
+
+    units = []
+    calls = _lines(FIXTURES / "openai-responses" / "calls.jsonl")
+    stored = json.loads((FIXTURES / "openai-responses" / "conversation.json").read_text())
+    units.append({**calls[-1], "session_id": "fixture-calls"})
+    units.append({"id": "resp_stored", "session_id": "fixture-stored", "input": stored["items"]})
+    for i, traj in enumerate(trajs[:limit]):
+        last = max((k for k, m in enumerate(traj) if m["role"] == "assistant"), default=None)
+        if last is None:
+            continue
+        history = to_responses_items(messages_from_openai(traj[:last], "$"))
+        answer = to_responses_items(messages_from_openai(traj[last : last + 1], "$"))
+        units.append(
+            {
+                "id": f"resp-{i}",
+                "session_id": f"tau-{i}",
+                "model": "gpt-4o",
+                "created_at": 1_700_000_000 + i,
+                "input": history,
+                "output": answer,
+                "usage": {"input_tokens": 1000 + i, "output_tokens": 20},
+            }
+        )
+    return [Unit("openai-responses", u) for u in units]
+
+
+def _codex_items(lines: list[Any]) -> list[dict[str, Any]]:
+    """The Responses items of a rollout's lines (context items only)."""
+    return [
+        r["payload"]
+        for r in lines
+        if isinstance(r, dict)
+        and r.get("type") == "response_item"
+        and isinstance(r.get("payload"), dict)
+        and r["payload"].get("type") != "ghost_snapshot"
+    ]
+
+
+def _codex_attached(lines: list[Any]) -> list[dict[str, Any]]:
+    """The token counts that mark a request (a new total) and are followed by its items."""
+    out, previous, pending = [], None, None
+    for r in lines:
+        p = r.get("payload") if isinstance(r, dict) else None
+        if not isinstance(p, dict):
+            continue
+        if r.get("type") == "event_msg" and p.get("type") == "token_count":
+            info = p.get("info")
+            if isinstance(info, dict) and info.get("total_token_usage") != previous:
+                previous, pending = info.get("total_token_usage"), info
+        elif (
+            r.get("type") == "response_item"
+            and pending is not None
+            and (p.get("type") in ("reasoning", *_CALL_ITEMS) or p.get("role") == "assistant")
+        ):
+            out.append(pending)
+            pending = None
+    return out
+
+
+def _codex_mutate(kind: str, lines: list[Any], rng: random.Random) -> Mutation:
+    items = _codex_items(lines)
+    item_lines = [r for r in lines if isinstance(r, dict) and r.get("payload") in items]
+    messages = [i for i in items if i.get("type") == "message"]
+    if kind == "deep_nesting":
+        container, key = rng.choice(_positions(lines, []))
+        container[key] = DEEP
+        return lines, "reject", frozenset(), f"{key}"
+    if kind == "huge_int":
+        attached = _codex_attached(lines)
+        if not attached:
+            lines[0]["payload"]["id"] = rng.choice([2**63, 10**30])
+            return lines, "any", frozenset(), "id"
+        info = rng.choice(attached)
+        info["last_token_usage"] = {**info["last_token_usage"], "input_tokens": 2**64 + 7}
+        return lines, "reject_or_flag", frozenset({"usage_out_of_range"}), "usage"
+    if kind == "nan_timestamp":
+        rng.choice(item_lines)["timestamp"] = NUM
+        return lines, "reject_or_flag", frozenset({"timestamp_invalid"}), "item time"
+    if kind in ("wrong_type", "missing_key"):
+        line = rng.choice(item_lines)
+        item = line["payload"]
+        choice = rng.randrange(3)
+        if kind == "wrong_type":
+            if choice == 0:
+                line["payload"] = rng.choice(["x", 42, [], True])
+            elif choice == 1:
+                line["type"] = rng.choice([42, [], {}, True])
+            else:
+                key = "role" if item.get("type") == "message" else "call_id"
+                item[key if key in item else "type"] = rng.choice([42, [], {}, True, 1.5])
+            return lines, "reject", frozenset(), ["payload", "type", "role/call_id"][choice]
+        if choice == 0:
+            del line["payload"]
+        elif choice == 1:
+            del line["type"]
+        else:
+            key = "role" if item.get("type") == "message" else "call_id"
+            del item[key if key in item else "type"]
+        return lines, "reject", frozenset(), ["payload", "type", "role/call_id"][choice]
+    if kind == "empty_lists":  # no response item, no compaction: nothing but the prompt
+        kept = [
+            r
+            for r in lines
+            if isinstance(r, dict) and r.get("type") not in ("response_item", "compacted")
+        ]
+        return kept, "reject", frozenset(), "every response item"
+    if kind == "unknown_kinds":
+        m = rng.choice(messages)
+        weird = rng.choice(["hologram", "QuantumBlock", "x-custom", "audio_transcript"])
+        m["content"] = [*m["content"], {"type": weird, "data": "?"}]
+        return lines, "reject_or_flag", frozenset({"unknown_part_type"}), "content part type"
+    if kind == "detection_trick":
+        return _salt(lines, rng.choice(MARKERS)), "same", frozenset(), "markers in text"
+    if kind == "format_confusion":
+        _confuse("codex-cli", lines[0], rng)
+        return lines, "ask_or_same", frozenset(), "two shapes"
+    if kind == "huge_field":
+        text = "x" * (MAX_MESSAGE_BYTES * 3 // 2)
+        item = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}  # fmt: skip
+        lines.append(
+            {"timestamp": "2025-01-01T00:00:00Z", "type": "response_item", "payload": item}
+        )
+        return lines, "reject", frozenset(), "1.5 MB"
+    raise ValueError(kind)
+
+
+def _responses_mutate(kind: str, call: dict[str, Any], rng: random.Random) -> Mutation:
+    """What a logged call reads: its usage, its ``created_at``, its items' types and keys."""
+    items = [i for i in [*call.get("input", []), *call.get("output", [])] if isinstance(i, dict)]
+    if kind == "huge_int":
+        if not call.get("output"):
+            call["id"] = rng.choice([2**63, 10**30])
+            return call, "any", frozenset(), "id"
+        call["usage"] = {**call.get("usage", {}), "input_tokens": 2**64 + 7}
+        return call, "reject_or_flag", frozenset({"usage_out_of_range"}), "usage"
+    if kind == "nan_timestamp":
+        call["created_at"] = NUM
+        if not call.get("output"):
+            return call, "any", frozenset(), "no output to time"
+        return call, "reject_or_flag", frozenset({"timestamp_invalid"}), "created_at"
+    if kind == "empty_lists":
+        call["input"], call["output"] = [], []
+        return call, "reject", frozenset(), "input and output"
+    choice = rng.randrange(3)
+    if choice == 0:
+        if kind == "wrong_type":
+            call["input"] = rng.choice([42, {"a": 1}, True, 1.5])
+        else:
+            call.pop("input")
+            call.pop("output", None)
+        return call, "reject", frozenset(), "input"
+    item = rng.choice(items)
+    if choice == 1 or ("role" not in item and "call_id" not in item):
+        key = "type" if "type" in item else "role"
+    else:
+        key = "role" if "role" in item else "call_id"
+    if kind == "wrong_type":
+        item[key] = rng.choice([42, [], {}, True, 1.5])
+    else:
+        item.pop(key)
+        if key == "type" and "role" in item:
+            item.pop("role")  # an "easy" message has no type: without a role it is nothing
+    return call, "reject", frozenset(), key
 
 
 # --- running and judging --------------------------------------------------------------------------
@@ -995,7 +1459,13 @@ def judge(
         others = [s for s in sessions if s not in mine]
         if case.kind == "duplicated_ids":  # both conversations carry the id
             mine_r = rejects
-    elif fmt == "swe-agent":
+    elif fmt == "claude-code":  # the mutated session: its (renamed) session ids
+        a, b = case.spans
+        sids = set(json.loads(case.conversation))
+        mine = [s for s in sessions if s["source_session_id"].split("/agent/")[0] in sids]
+        mine_r = [r for r in rejects if r["record"] is not None and a <= r["record"] < b]
+        others = [s for s in sessions if s not in mine]
+    elif fmt in ("swe-agent", "codex-cli"):
         mine, mine_r, others = sessions, rejects, []
     else:
         mine = [s for s in sessions if s["source_record"] == case.mutated]
@@ -1076,7 +1546,7 @@ def baselines(units: dict[str, list[Unit]], work: Path) -> dict[str, list[Unit]]
         for i, unit in enumerate(pool):
             texts = (
                 [dumps(s).encode() for s in unit.value]
-                if fmt == "otel-genai"
+                if fmt in ("otel-genai", "claude-code", "codex-cli")
                 else [dumps(unit.value).encode()]
             )
             path = folder / f"{i:05d}{SUFFIX.get(fmt, '.jsonl')}"

@@ -173,6 +173,9 @@ REAL = {  # format: (folder in ../shared/corpora, sessions it holds)
     "tau2-bench": ("tau2-bench", 60),
     "swe-agent": ("swe-agent", 22),
     "openhands": ("openhands", 43),  # 45 instances, 2 with an empty history (rejects)
+    "claude-code": ("claude-code", 90),  # 60 sessions + 30 sub-agents; 3 files hold none
+    "inspect-ai": ("inspect-ai", 41),  # one .json log (1 sample), two .eval archives (30 + 10)
+    "codex-cli": ("codex-cli", 19),  # one rollout, one session
 }
 
 

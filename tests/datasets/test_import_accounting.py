@@ -258,6 +258,9 @@ def _independent_count(path: Path, fmt: str | None) -> int | None:
     if fmt == "tau2-bench":
         sims = value.get("simulations") if isinstance(value, dict) else None
         return len(sims) if isinstance(sims, list) and sims else 1
+    if fmt == "inspect-ai":  # a .json log: its samples (a .eval archive is not text: None)
+        samples = value.get("samples") if isinstance(value, dict) else None
+        return len(samples) if isinstance(samples, list) and samples else 1
     if fmt in ("swe-agent",) or not isinstance(value, list):
         return 1
     if value and isinstance(value[0], dict) and "role" in value[0]:

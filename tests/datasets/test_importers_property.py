@@ -184,6 +184,90 @@ class Sample:
         return out, spans
 
 
+def _cc(kind: str, uuid: str, parent: str | None, content: Any, **extra: Any) -> dict[str, Any]:
+    """A Claude Code log record (session ``cc-1``)."""
+    message = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(
+            id=extra.pop("mid"), model="claude-x", usage={"input_tokens": 3, "output_tokens": 1}
+        )
+    return {"parentUuid": parent, "isSidechain": False, "sessionId": "cc-1", "version": "1.0.17",
+            "type": kind, "message": message, "uuid": uuid, "timestamp": "2025-06-01T10:00:00Z", **extra}  # fmt: skip
+
+
+CLAUDE = [
+    {"type": "summary", "summary": "Weather", "leafUuid": "u6"},
+    _cc("user", "u1", None, "weather?"),
+    _cc("assistant", "u2", "u1", [{"type": "thinking", "thinking": "call both"},
+                                  {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Oslo"}}], mid="m1"),
+    _cc("assistant", "u3", "u2", [{"type": "tool_use", "id": "t2", "name": "time", "input": {}}], mid="m1"),
+    _cc("user", "u4", "u3", [{"type": "tool_result", "tool_use_id": "t1", "content": "cold"}], toolUseResult={"temp": -3}),
+    _cc("user", "u5", "u4", [{"type": "tool_result", "tool_use_id": "t2", "is_error": True,
+                              "content": [{"type": "text", "text": "no clock"}]}], toolUseResult="Error: no clock"),
+    _cc("assistant", "u6", "u5", [{"type": "text", "text": "It is cold."}], mid="m2"),
+    _cc("user", "v1", None, "look around", isSidechain=True, agentId="ag1"),
+    _cc("assistant", "v2", "v1", [{"type": "text", "text": "seen"}], mid="m3", isSidechain=True, agentId="ag1"),
+]  # fmt: skip
+
+
+INSPECT = {
+    "version": 2, "status": "success",
+    "eval": {"run_id": "r1", "task": "t", "task_id": "k1", "model": "m", "created": "2025-01-01T00:00:00Z"},
+    "samples": [
+        {"id": 1, "epoch": 1, "attachments": {"h1": "x=1"}, "messages": [
+            {"role": "user", "content": "find x"},
+            {"id": "a1", "role": "assistant", "content": [{"type": "reasoning", "reasoning": "look"}],
+             "tool_calls": [{"id": "c1", "function": "find", "arguments": {"q": "x"}}]},
+            {"role": "tool", "tool_call_id": "c1", "function": "find", "content": "attachment://h1"},
+            {"role": "assistant", "content": "x is 1"},
+        ], "events": [{"event": "model", "output": {"choices": [{"message": {"id": "a1"}}],
+                       "usage": {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}}}]},
+        {"id": 2, "epoch": 1, "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image", "image": "https://e.com/i.png"}]},
+            {"role": "assistant", "content": "ok"},
+        ]},
+    ],
+}  # fmt: skip
+
+
+def _cx(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """A Codex CLI rollout line (session ``cx-1``)."""
+    return {"timestamp": "2025-10-01T10:00:00.000Z", "type": kind, "payload": payload}
+
+
+_CX_USAGE = {"input_tokens": 9, "cached_input_tokens": 0, "output_tokens": 2, "total_tokens": 11}
+CODEX = [
+    _cx("session_meta", {"id": "cx-1", "cwd": "/w", "cli_version": "0.50.0", "originator": "codex_cli_rs"}),
+    _cx("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "find x"}]}),
+    _cx("event_msg", {"type": "user_message", "message": "find x"}),
+    _cx("turn_context", {"cwd": "/w", "model": "gpt-5-codex"}),
+    _cx("event_msg", {"type": "token_count", "info": {"total_token_usage": _CX_USAGE, "last_token_usage": _CX_USAGE}}),
+    _cx("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": "look"}], "encrypted_content": "gAAAA"}),
+    _cx("response_item", {"type": "function_call", "call_id": "k1", "name": "find", "arguments": "{\"q\": \"x\"}"}),
+    _cx("response_item", {"type": "custom_tool_call", "call_id": "k2", "name": "apply_patch", "input": "*** Begin Patch"}),
+    _cx("response_item", {"type": "function_call_output", "call_id": "k1", "output": "x=1"}),
+    _cx("response_item", {"type": "custom_tool_call_output", "call_id": "k2", "output": "Done."}),
+    _cx("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x is 1"}]}),
+    _cx("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+]  # fmt: skip
+
+RESPONSES = [
+    {"id": "resp_1", "conversation": "r1", "model": "gpt-5", "input": [{"role": "user", "content": "find x"}],
+     "output": [{"type": "reasoning", "summary": [], "encrypted_content": "gAAAA"},
+                {"type": "function_call", "call_id": "f1", "name": "find", "arguments": "{\"q\": \"x\"}"},
+                {"type": "function_call", "call_id": "f2", "name": "ls", "arguments": "{}"}],
+     "usage": {"input_tokens": 5, "output_tokens": 2}},
+    {"id": "resp_2", "conversation": "r1", "model": "gpt-5", "input": [
+        {"type": "function_call_output", "call_id": "f1", "output": "x=1"},
+        {"type": "function_call_output", "call_id": "f2", "output": [{"type": "input_text", "text": "a b"}]}],
+     "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x is 1"}]}]},
+    {"id": "r2", "items": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "look"},
+                                                         {"type": "input_image", "image_url": "https://e.com/i.png"}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}]},
+]  # fmt: skip
+
+
 SAMPLES: dict[str, Sample] = {
     "openai-chat": Sample(".jsonl", "jsonl", tuple(OPENAI), ("o1", "o2"), 2),
     "anthropic-messages": Sample(".jsonl", "jsonl", tuple(ANTHROPIC), ("a1", "a2"), 2),
@@ -192,9 +276,15 @@ SAMPLES: dict[str, Sample] = {
     "tau2-bench": Sample(".json", "document", (TAU2,), ("sim-1",), 1),
     "swe-agent": Sample(".traj", "document", (SWE,), ("",), 1),
     "openhands": Sample(".jsonl", "jsonl", tuple(OPENHANDS), ("inst-1", "inst-2"), 2),
+    "codex-cli": Sample(".jsonl", "jsonl", tuple(CODEX), ("cx-1",) * len(CODEX), 1),
+    "openai-responses": Sample(".jsonl", "jsonl", tuple(RESPONSES), ("r1", "r1", "r2"), 2),
+    "inspect-ai": Sample(".json", "document", (INSPECT,), ("1/epoch-1", "2/epoch-1"), 2),
+    "claude-code": Sample(
+        ".jsonl", "jsonl", tuple(CLAUDE), ("",) + ("cc-1",) * 6 + ("cc-1/agent/ag1",) * 2, 2
+    ),
 }
 #: formats whose sessions gather several records (no record stands alone)
-GROUPING = {"otel-genai"}
+GROUPING = {"codex-cli", "openai-responses", "otel-genai", "claude-code"}
 
 
 def _sample(fmt: str) -> Sample:
@@ -372,14 +462,16 @@ def check(fmt: str, sample: Sample, mutated: Mutated) -> None:
 
 
 def _document_records(fmt: str, data: bytes) -> set[int] | None:
-    """Session records inside a one-document file (tau2: its simulations), when it parses."""
-    if fmt != "tau2-bench":
+    """Session records inside a one-document file (tau2: its simulations, inspect_ai: its
+    samples), when it parses."""
+    key = {"tau2-bench": "simulations", "inspect-ai": "samples"}.get(fmt)
+    if key is None:
         return None
     try:
         doc = json.loads(data)
     except ValueError:
         return None
-    sims = doc.get("simulations") if isinstance(doc, dict) else None
+    sims = doc.get(key) if isinstance(doc, dict) else None
     return set(range(len(sims))) if isinstance(sims, list) else None
 
 
@@ -432,8 +524,10 @@ def test_duplicate_ids_and_orphan_results_are_rejected(fmt: str) -> None:
     text = data.decode()
     call_id = {"openai-chat": "c1", "anthropic-messages": "t1", "otel-genai": "k1",
                "tau-bench": "c1", "tau2-bench": "call_a", "swe-agent": "call_x",
-               "openhands": "call_1"}[fmt]  # fmt: skip
-    second = {"openai-chat": "c2", "anthropic-messages": "t2"}.get(fmt)
+               "openhands": "call_1", "inspect-ai": "c1", "claude-code": "t1",
+               "codex-cli": "k1", "openai-responses": "f1"}[fmt]  # fmt: skip
+    second = {"openai-chat": "c2", "anthropic-messages": "t2", "claude-code": "t2",
+              "codex-cli": "k2", "openai-responses": "f2"}.get(fmt)  # fmt: skip
     if second:  # two open calls share an id: rejected
         items, _, _ = run(fmt, sample, text.replace(f'"{second}"', f'"{call_id}"').encode())
         assert "duplicate_tool_call_id" in {i.reason for i in items if isinstance(i, Reject)}
@@ -449,6 +543,8 @@ def _orphan(text: str, fmt: str, call_id: str) -> str:
     for key in ("tool_call_id", "tool_use_id", "tool_call_ids"):
         text = text.replace(f'"{key}": "{call_id}"', f'"{key}": "ghost"')
         text = text.replace(f'"{key}": ["{call_id}"]', f'"{key}": ["ghost"]')
+    if fmt in ("codex-cli", "openai-responses"):  # the output items answering the call
+        text = text.replace(f'_output", "call_id": "{call_id}"', '_output", "call_id": "ghost"')
     if fmt == "otel-genai":
         text = text.replace(
             '"tool_call_response", "id": "k1"', '"tool_call_response", "id": "ghost"'

@@ -169,7 +169,16 @@ class SessionShape:
 
 def session_shapes(corpus: Corpus) -> Iterator[SessionShape]:
     frame = corpus.messages(
-        columns=["session_id", "seq", "role", "tokens", "visible", "parts", "tool_call_ids", "flags"]
+        columns=[
+            "session_id",
+            "seq",
+            "role",
+            "tokens",
+            "visible",
+            "parts",
+            "tool_call_ids",
+            "flags",
+        ]
     ).filter(pl.col("visible"))
     types = pl.col("parts").list.eval(pl.element().struct.field("type"))
     frame = frame.with_columns(

@@ -30,7 +30,7 @@ from .store import CorpusError, CorpusWriter, auto_buckets
 from .tokenizer import DEFAULT_TOKENIZER, get_tokenizer
 from .validate import MAX_MESSAGE_BYTES
 
-TRACE_SUFFIXES = (".json", ".jsonl", ".traj")
+TRACE_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
 
 
 @dataclass

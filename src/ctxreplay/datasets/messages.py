@@ -26,6 +26,9 @@ PART_TYPES: tuple[str, ...] = (
 )
 MEDIA_PART_TYPES = frozenset({"blob", "uri", "file"})
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+#: ``mime_type`` of a reasoning part holding a provider's encrypted reasoning (OpenAI
+#: ``encrypted_content``): opaque, so it counts 0 tokens (importers record its bytes)
+ENCRYPTED_REASONING_MIME = "application/vnd.openai.encrypted-reasoning"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +64,8 @@ class Part:
 
     def token_texts(self) -> Iterable[str]:
         """The strings a tokenizer counts for this part (media payloads are counted, not tokenised)."""
-        if self.type in MEDIA_PART_TYPES:
-            return ()
+        if self.type in MEDIA_PART_TYPES or self.mime_type == ENCRYPTED_REASONING_MIME:
+            return ()  # an encrypted reasoning blob is kept byte for byte, never read as text
         if self.type == "tool_call":
             return tuple(s for s in (self.name, self.arguments) if s)
         # a result's ``name`` is bookkeeping (the tool it answers), not text the model reads

@@ -41,6 +41,10 @@ SKIPS: dict[str, str] = {
     "no_spans": "an OTel record that holds no span or log record",
     "in_session": "an OTel model call whose messages are all in its conversation's session",
     "no_session": "a record its importer read without error but made no session of",
+    "folded": "a Codex rollout line or a logged Responses call read into the session another record of its file stands for",
+    "part_of_session": "a line of a Claude Code log read into the session its first message line stands for",
+    "no_message": "a Claude Code log line that is not a message (titles, snapshots, hook, queue and mode records), counted in its session's metadata",
+    "duplicate_record": "a Claude Code log line repeating a uuid already read (re-emitted at a compaction): the first is kept",
 }
 
 #: Flags an import sets on messages (and sessions), with their meaning (shown by ``ctxreplay info``).
@@ -62,6 +66,12 @@ FLAGS: dict[str, str] = {
     "demo": "a demonstration that was in the model's context",
     "textual_command": "a command written in the assistant's text, made an explicit tool call",
     "command_in_text": "the command could not be cut out of the assistant's prose",
+    "cli_meta": "text the Claude Code CLI injected as a user message (isMeta), which the model reads",
+    "api_error": "the Claude Code CLI's own assistant message for a failed request (isApiErrorMessage)",
+    "local_command": "a Claude Code slash command and its output, kept as the user message older versions wrote",
+    "compaction_summary": "a recorded compaction: the summary that replaced the context before it (cases start their prefix here; --trigger compactions cuts before it)",
+    "abandoned_branch": "a message of a branch the session left (an edited or retried turn): kept, not visible",
+    "turn_aborted": "the user interrupted the turn this message belongs to",
 }
 
 
