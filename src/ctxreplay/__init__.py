@@ -19,6 +19,7 @@ _EXPORTS = {
     "replay_messages": "api",
     "as_messages": "api",
     "view_as_openai": "api",
+    "view_request": "api",
     "Message": "datasets.messages",
     "Part": "datasets.messages",
     "Corpus": "datasets.store",

@@ -15,12 +15,14 @@ from .datasets.importers.openai_chat import messages_from_openai
 from .datasets.messages import Message
 from .datasets.openai_format import to_openai
 from .datasets.rejects import RecordError
+from .datasets.responses_format import to_responses_items
 from .datasets.tokenizer import get_tokenizer
 from .errors import CtxreplayError
 from .policies.base import Policy, make_policy
 from .replay.context import context_for
 from .replay.objects import part_tokens
 from .replay.outcome import Outcome, replay_case
+from .runs import Run
 
 
 class MessagesError(CtxreplayError):
@@ -66,3 +68,15 @@ def replay_messages(
 def view_as_openai(outcome: Outcome) -> list[dict[str, Any]]:
     """The view of an outcome as OpenAI chat messages, ready to send to a provider."""
     return to_openai(outcome.view.messages)
+
+
+def view_request(run: Run, case_id: str, policy: str, shape: str = "openai-chat") -> dict[str, Any]:
+    """The exact view of a replayed case as a request body a real API takes: chat
+    ``{"messages": [...]}`` (``openai-chat``) or Responses ``{"input": [...]}``
+    (``openai-responses``). Add ``model`` (and ``tools``) and send it."""
+    view = run.load_view(case_id, policy)
+    if shape == "openai-chat":
+        return {"messages": to_openai(view)}
+    if shape == "openai-responses":
+        return {"input": to_responses_items(view)}
+    raise CtxreplayError(f"unknown request shape {shape!r}; use openai-chat or openai-responses")

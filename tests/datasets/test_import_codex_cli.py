@@ -67,7 +67,7 @@ def test_rollout_becomes_messages() -> None:
         Part("tool_call", id="call_A2", name="apply_patch", arguments=patch, mime_type=CUSTOM),
     )
     assert second.usage == Usage(3400, 2944, 210)
-    assert second.flags == ("arguments_not_json",)  # a custom tool's input is free text
+    assert second.flags == ()  # a custom tool's input is free text by design: no flag
     assert out2.responses[0].id == "call_A2"
     assert answer.parts == (Part.text("Fixed: the count was off by one."),)
     assert answer.usage == Usage(3900, 3328, 90)
@@ -75,7 +75,7 @@ def test_rollout_becomes_messages() -> None:
     assert third.usage == Usage(4200, 3840, 60)
     assert out3.parts == (Part.response("call_A3", "aborted by user after 8.0s", "shell"),)
     assert out3.flags == ("turn_aborted",)
-    assert [m.flags for m in s.messages[:-1]] == [()] * 5 + [("arguments_not_json",)] + [()] * 4
+    assert [m.flags for m in s.messages[:-1]] == [()] * 10
 
 
 def test_rollout_metadata() -> None:

@@ -170,8 +170,7 @@ def test_stored_conversation_maps_every_item_kind() -> None:
     assert (web.mime_type, json.loads(web.content or "")["id"]) == (UNKNOWN, "ws_1")
     assert patch.name == "apply_patch" and m[12].flags == (
         "unknown_part_type",
-        "arguments_not_json",
-    )
+    )  # free-form input: no JSON flag
     # a list output of text then an image: a result and its image (how any importer says it)
     assert m[15].parts == (
         Part.response("call_F1", "chart rendered", "render_chart"),

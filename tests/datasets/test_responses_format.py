@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from ctxreplay.datasets.export import export_corpus
 from ctxreplay.datasets.importers.openai_responses import canonical_item, messages_from_items
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Message, Part, Session
-from ctxreplay.datasets.responses_format import export_responses, to_responses_items
+from ctxreplay.datasets.responses_format import to_responses_items
 from ctxreplay.datasets.store import Corpus, CorpusError
 from ctxreplay.datasets.validate import validate_session
 
@@ -209,7 +210,7 @@ def _shape(messages: list[Message]) -> list[tuple[str, tuple[Any, ...]]]:
 def test_export_writes_a_line_per_session_that_imports_back(tmp_path: Path) -> None:
     import_paths([CX, FIXTURES / "tau-bench"], tmp_path / "c", progress=False)
     corpus = Corpus(tmp_path / "c")
-    n = export_responses(tmp_path / "c", tmp_path / "out" / "r.jsonl")
+    n = export_corpus(tmp_path / "c", tmp_path / "out" / "r.jsonl", format="openai-responses")
     assert n == corpus.sessions().height == 5
     lines = [json.loads(x) for x in (tmp_path / "out" / "r.jsonl").read_text().splitlines()]
     assert set(lines[0]) >= {
@@ -230,9 +231,11 @@ def test_export_writes_a_line_per_session_that_imports_back(tmp_path: Path) -> N
         after = again.load_session(by_source[row["session_id"]])
         assert [p for m in after for p in m.parts] == [p for m in before for p in m.parts]
     one = corpus.sessions()["session_id"][0]
-    assert export_responses(tmp_path / "c", tmp_path / "one.jsonl", [one]) == 1
+    assert (
+        export_corpus(tmp_path / "c", tmp_path / "one.jsonl", [one], format="openai-responses") == 1
+    )
     with pytest.raises(CorpusError, match="no session"):
-        export_responses(tmp_path / "c", tmp_path / "none.jsonl", ["nope"])
+        export_corpus(tmp_path / "c", tmp_path / "none.jsonl", ["nope"], format="openai-responses")
 
 
 @pytest.mark.corpora
@@ -244,3 +247,52 @@ def test_real_codex_items_come_back_as_they_were() -> None:
         total += len(items)
         assert _canonical(_roundtrip(items)) == _canonical(items), f.name
     assert total == 2818
+
+
+def test_encrypted_reasoning_is_never_sent_as_chat_text() -> None:
+    from ctxreplay.datasets.importers.openai_chat import messages_from_openai
+    from ctxreplay.datasets.messages import ENCRYPTED_REASONING_MIME, Message, Part
+    from ctxreplay.datasets.openai_format import to_openai
+
+    m = Message(
+        "assistant",
+        (
+            Part("reasoning", content="gAAAAABsecret", mime_type=ENCRYPTED_REASONING_MIME),
+            Part("reasoning", content="I should list the files."),
+            Part.call("c1", "ls", {}),
+        ),
+    )
+    plain = to_openai([m])
+    assert plain[0]["reasoning_content"] == "I should list the files."
+    assert "gAAAAABsecret" not in str(plain)
+    # with extensions the exact parts still come back
+    assert messages_from_openai(to_openai([m], extensions=True), "$")[0].parts == m.parts
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses"])
+def test_export_format_option_reimports(tmp_path: Path, fmt: str) -> None:
+    """``ctxreplay export --format F`` writes what F's importer reads back: the same visible
+    messages (roles, part types, text)."""
+    from click.testing import CliRunner
+
+    from ctxreplay.cli import main
+    from ctxreplay.datasets.ingest import import_paths
+    from ctxreplay.datasets.store import Corpus
+
+    source = Path(__file__).resolve().parent.parent / "fixtures" / "tau-bench"
+    import_paths([source], tmp_path / "c", progress=False)
+    out = tmp_path / f"{fmt}.jsonl"
+    result = CliRunner().invoke(
+        main, ["export", str(tmp_path / "c"), "-o", str(out), "--format", fmt]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"as {fmt}" in result.output
+    import_paths([out], tmp_path / "back", fmt=fmt, progress=False)
+
+    def flat(messages: list[Any]) -> list[tuple[str, str | None, str | None]]:
+        return [(p.type, p.content, p.arguments) for m in messages if m.visible for p in m.parts]
+
+    before = sorted(flat(m) for _, m in Corpus(tmp_path / "c").iter_sessions())
+    after = sorted(flat(m) for _, m in Corpus(tmp_path / "back").iter_sessions())
+    assert len(after) == len(before) > 0
+    assert after == before

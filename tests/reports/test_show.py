@@ -215,3 +215,36 @@ def test_locating_a_tokenised_anchor_in_the_future() -> None:
     assert "«2024»" in future_excerpt(message, used, 80)
     missing = {"anchor": "absent", "detail": ""}
     assert future_excerpt(message, missing, 20) == "x x x x x x x x x …"
+
+
+@pytest.mark.parametrize("shape", ["openai-chat", "openai-responses"])
+def test_show_as_a_request_body_reads_back_into_the_view(tau_run: Path, shape: str) -> None:
+    """``show --as`` prints the exact view as a request body; its format's importer reads it back
+    into the view's messages."""
+    import json
+
+    from ctxreplay.datasets.importers.openai_chat import messages_from_openai
+    from ctxreplay.datasets.importers.openai_responses import messages_from_items
+
+    run = Run(tau_run)
+    case = run.table("figures").sort("prefix_messages")["case_id"][-1]
+    result = CliRunner().invoke(
+        main, ["show", str(tau_run), case, "--policy", "noop", "--as", shape]
+    )
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    view = run.load_view(case, "noop")
+    if shape == "openai-chat":
+        assert list(body) == ["messages"]
+        back = messages_from_openai(body["messages"], "$")
+    else:
+        assert list(body) == ["input"]
+        back = messages_from_items(body["input"], "$")
+
+    # the same parts in the same order (Responses items merge adjacent assistant messages)
+    def flat(messages: list[Message]) -> list[tuple[str, str | None, str | None]]:
+        return [(p.type, p.content, p.arguments) for m in messages for p in m.parts]
+
+    assert flat(back) == flat(view)
+    if shape == "openai-chat":
+        assert [m.role for m in back] == [m.role for m in view]

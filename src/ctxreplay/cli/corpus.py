@@ -113,14 +113,23 @@ def sql_cmd(folder: Path, query: str | None, format: str, max_rows: int, describ
 
 @main.command("export")
 @folder("corpus")
-@out("OpenAI chat JSONL file.")
+@out("JSONL file, one session per line.")
 @option("--session", multiple=True, help="Only these session ids (repeatable).")
-def export_cmd(corpus: Path, out: Path, session: tuple[str, ...]) -> None:
-    """Export a corpus to OpenAI chat JSONL (one session per line)."""
+@option(
+    "--format",
+    "fmt",
+    type=click.Choice(["openai-chat", "openai-responses"]),
+    default="openai-chat",
+    show_default=True,
+    help="OpenAI chat messages, or Responses API input items.",
+)
+def export_cmd(corpus: Path, out: Path, session: tuple[str, ...], fmt: str) -> None:
+    """Export a corpus as OpenAI chat messages or Responses API items (one session per line);
+    each format's importer reads the file back."""
     from ..datasets.export import export_corpus
 
-    n = export_corpus(corpus, out, list(session) or None)
-    click.echo(f"exported {n} sessions → {out}")
+    n = export_corpus(corpus, out, list(session) or None, format=fmt)
+    click.echo(f"exported {n} sessions as {fmt} → {out}")
 
 
 @main.command("cases")

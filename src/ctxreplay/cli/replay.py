@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -121,11 +122,31 @@ def sweep_cmd(
     default=None,
     help="Characters per line [default: the terminal's, 100 when the output is not a terminal].",
 )
-def show_cmd(run: Path, case: str, policy: str, judge: str | None, width: int | None) -> None:
+@option(
+    "--as",
+    "shape",
+    type=click.Choice(["text", "openai-chat", "openai-responses"]),
+    default="text",
+    show_default=True,
+    help="The view as text, or as the JSON request body to send it to a real API "
+    "(chat `messages` or Responses `input` items).",
+)
+def show_cmd(
+    run: Path, case: str, policy: str, judge: str | None, width: int | None, shape: str
+) -> None:
     """Show a case under a policy: each prefix message with its objects' full ids, what the view
     removed (pruned, masked, folded, compacted) and its tokens, and, when the run is judged, each
-    loss: its category, the lost span and the future message that needed it."""
-    from ..reports.show import render_show
+    loss: its category, the lost span and the future message that needed it. With ``--as`` the
+    view itself, as a request body a real agent or API accepts."""
     from ..runs import Run
+
+    if shape != "text":
+        from ..api import view_request
+
+        click.echo(
+            json.dumps(view_request(Run(run), case, policy, shape), ensure_ascii=False, indent=1)
+        )
+        return
+    from ..reports.show import render_show
 
     echo_text(render_show(Run(run), case, policy, width, judge))

@@ -29,6 +29,9 @@ ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 #: ``mime_type`` of a reasoning part holding a provider's encrypted reasoning (OpenAI
 #: ``encrypted_content``): opaque, so it counts 0 tokens (importers record its bytes)
 ENCRYPTED_REASONING_MIME = "application/vnd.openai.encrypted-reasoning"
+#: ``mime_type`` of a call to a free-form tool (OpenAI ``custom_tool_call``): its input is plain
+#: text by design, not JSON arguments
+FREEFORM_CALL_MIME = "application/vnd.openai.custom_tool_call"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from .importers.openai_chat import EXT, messages_from_openai  # the reader is the reference
-from .messages import MEDIA_PART_TYPES, Message, Part
+from .messages import ENCRYPTED_REASONING_MIME, MEDIA_PART_TYPES, Message, Part
 
 
 def _content(parts: list[Part]) -> str | list[dict[str, Any]] | None:
@@ -78,7 +78,12 @@ def _pieces(m: Message) -> list[dict[str, Any]]:
     responses = [p for p in m.parts if p.type == "tool_call_response"]
     calls = [p for p in m.parts if p.type == "tool_call"]
     others = [p for p in m.parts if p.type in ("text", *MEDIA_PART_TYPES)]
-    reasoning = [p.content or "" for p in m.parts if p.type == "reasoning"]
+    # encrypted reasoning means something only to the provider that wrote it: never sent as text
+    reasoning = [
+        p.content or ""
+        for p in m.parts
+        if p.type == "reasoning" and p.mime_type != ENCRYPTED_REASONING_MIME
+    ]
     for r in responses:
         out.append({"role": "tool", "tool_call_id": r.id, "content": r.content or ""})
     if responses and not (others or calls or reasoning):

@@ -1,7 +1,7 @@
 """Canonical messages → OpenAI Responses API input items (the counterpart of ``openai_format``).
 
 ``to_responses_items`` writes the items a view becomes when it is sent to ``POST /v1/responses``
-as ``input``; ``export_responses`` writes a corpus as JSONL, one session per line. The
+as ``input``; ``ctxreplay export --format openai-responses`` writes a corpus as items. The
 ``openai-responses`` importer's reader (``messages_from_items``) is the reference: items it reads
 are written back as the same items, up to what it does not keep (``canonical_item``: server
 ``id``/``status``, empty ``annotations``), and messages of any importer written as items read
@@ -29,9 +29,7 @@ back into the same parts, except what the item model cannot say (below).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from .importers.openai_responses import (
@@ -46,10 +44,9 @@ from .importers.openai_responses import (
     item_type_of,
 )
 from .messages import ENCRYPTED_REASONING_MIME, MEDIA_PART_TYPES, Message, Part
-from .store import Corpus, CorpusError
 from .validate import UNKNOWN_PART_MIME
 
-__all__ = ["export_responses", "to_responses_items"]
+__all__ = ["to_responses_items"]
 
 _LIST_MIMES = (OUTPUT_LIST_MIME, OUTPUT_MEDIA_FIRST_MIME, OUTPUT_SCREENSHOT_MIME)
 
@@ -299,39 +296,3 @@ def to_responses_items(messages: Iterable[Message]) -> list[dict[str, Any]]:
     for m in listed:
         writer.write(m)
     return writer.items
-
-
-def export_responses(
-    corpus_path: str | os.PathLike[str],
-    out_path: str | os.PathLike[str],
-    session_ids: Iterable[str] | None = None,
-) -> int:
-    """Write the sessions (all, or ``session_ids``) as JSONL, one line per session:
-    ``{session_id, source_session_id, source_format, metadata, workload?, input}`` where
-    ``input`` is the items of the messages the agent saw (``visible``). The ``openai-responses``
-    importer reads the file back (``session_id`` keeps each line its own conversation)."""
-    corpus = Corpus(corpus_path)
-    sessions = {row["session_id"]: row for row in corpus.sessions().iter_rows(named=True)}
-    wanted = None if session_ids is None else list(dict.fromkeys(session_ids))
-    if wanted is not None:
-        missing = [s for s in wanted if s not in sessions]
-        if missing:
-            raise CorpusError(f"no session {missing[0]!r} in {corpus.path}")
-    written = 0
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8", newline="\n") as f:
-        for session_id, messages in corpus.iter_sessions(wanted):
-            row = sessions[session_id]
-            line: dict[str, Any] = {
-                "session_id": session_id,
-                "source_session_id": row["source_session_id"],
-                "source_format": row["source_format"],
-                "metadata": json.loads(row["metadata"]) if row["metadata"] else {},
-            }
-            if row["workload"] is not None:
-                line["workload"] = row["workload"]
-            line["input"] = to_responses_items(m for m in messages if m.visible)
-            f.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
-            written += 1
-    return written

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from .messages import PART_TYPES, ROLES, Message, Part, Session, Usage
+from .messages import FREEFORM_CALL_MIME, PART_TYPES, ROLES, Message, Part, Session, Usage
 from .rejects import RecordError, inspect_value
 
 MAX_MESSAGE_BYTES = 10 * 1024 * 1024
@@ -237,7 +237,7 @@ def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTE
                     )
                 calls[p.id] = index
                 call_names[p.id] = p.name
-                if p.arguments is not None:
+                if p.arguments is not None and p.mime_type != FREEFORM_CALL_MIME:
                     _check_arguments(p.arguments, flags, where)
             elif p.type == "tool_call_response":
                 if not p.id or p.id not in calls:

@@ -23,7 +23,8 @@ Items:
   and the items are counted in session metadata (``encrypted_reasoning``).
 * calls: ``function_call`` ``{call_id, name, arguments}`` → a tool call (arguments kept as
   written); ``custom_tool_call`` ``{call_id, name, input}`` → a tool call whose ``arguments`` is
-  the free-form input (not JSON: validation flags it ``arguments_not_json``); any other
+  the free-form input (``FREEFORM_CALL_MIME``: plain text by design, so not flagged
+  ``arguments_not_json``); any other
   ``<tool>_call`` with a ``call_id`` (``computer_call``, ``local_shell_call``, ``shell_call``,
   ``apply_patch_call``) → a tool call named ``<tool>`` whose arguments are the JSON of the item's
   other fields. Every call but ``function_call`` carries ``mime_type`` ``call_mime(type)``.
@@ -79,6 +80,7 @@ from typing import Any
 
 from ..messages import (
     ENCRYPTED_REASONING_MIME,
+    FREEFORM_CALL_MIME,
     MEDIA_PART_TYPES,
     Message,
     Part,
@@ -264,7 +266,9 @@ def _call_part(item: dict[str, Any], kind: str, where: str) -> Part:
     if kind == "custom_tool_call":
         name = _str(require(item, "name", where), f"{where}.name", "tool name")
         text = _str(require(item, "input", where), f"{where}.input", "custom tool input")
-        return Part("tool_call", id=call_id, name=name, arguments=text, mime_type=call_mime(kind))
+        return Part(
+            "tool_call", id=call_id, name=name, arguments=text, mime_type=FREEFORM_CALL_MIME
+        )
     rest = {k: v for k, v in item.items() if k not in ("type", "id", "call_id", "status")}
     return Part(
         "tool_call",
