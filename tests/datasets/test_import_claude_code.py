@@ -268,14 +268,14 @@ def test_empty_and_summary_only_files_are_one_reject_each(tmp_path: Path) -> Non
     summary = import_paths([folder], tmp_path / "c", progress=False)
     assert (summary.sessions, dict(summary.rejected)) == (
         8,
-        {"empty_session": 1, "unknown_format": 1},
+        {"empty_session": 1, "empty_file": 1},
     )
     corpus = Corpus(tmp_path / "c")
     rejects = {Path(r["source_location"]).name: r for r in corpus.rejects().to_dicts()}
     titles = rejects["summaries.jsonl"]
     assert titles["detail"] == "no conversation in the file, only bookkeeping records: 2 summary"
     assert titles["raw"] == (CC / "summaries.jsonl").read_bytes() and titles["record"] is None
-    assert rejects["empty.jsonl"]["reason"] == "unknown_format"  # an empty file has no format
+    assert rejects["empty.jsonl"]["reason"] == "empty_file"  # an empty file: its own reason
     sources = {Path(s["path"]).name: s for s in corpus.manifest["sources"]}
     assert sources["summaries.jsonl"]["records"] == 2
     assert sources["summaries.jsonl"]["skipped"] == {"no_message": 1}
@@ -413,7 +413,7 @@ def test_public_logs_import_with_independent_counts(tmp_path: Path) -> None:
         assert s["format"] == (None if Path(s["path"]).stat().st_size == 0 else FMT), s
         assert s["records"] == s["sessions"] + s["rejects"] + sum(s["skipped"].values())
     # the empty file (no format) and the two summary-only files
-    assert dict(summary.rejected) == {"unknown_format": 1, "empty_session": 2}
+    assert dict(summary.rejected) == {"empty_file": 1, "empty_session": 2}
     # the public logs record no compaction: no summary or boundary record, no flagged message
     assert expected["compaction_records"] == 0
     flags = corpus.messages()["flags"].explode().drop_nulls().to_list()

@@ -194,7 +194,7 @@ def test_a_bad_line_is_rejected_alone(tmp_path: Path) -> None:
     ]
     assert len(sessions) == 1 and sessions[0].metadata["rejected_records"] == 2
     assert importer.tally.seen == 32
-    assert importer.tally.skipped == Counter({"folded": 29})
+    assert importer.tally.skipped == Counter({"part_of_session": 29})
 
 
 # --- the real rollouts ----------------------------------------------------------------------
@@ -247,7 +247,7 @@ def test_every_real_rollout_is_detected_and_imported(tmp_path: Path) -> None:
     for source in corpus.manifest["sources"]:  # every line accounted for
         n = lines[source["path"]]
         assert (source["records"], source["sessions"], source["rejects"]) == (n, 1, 0)
-        assert source["skipped"] == {"folded": n - 1}
+        assert source["skipped"] == {"part_of_session": n - 1}
     sessions = {r["source_location"]: r for r in corpus.sessions().iter_rows(named=True)}
     messages = corpus.messages()
     for f in files:

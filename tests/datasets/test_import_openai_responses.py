@@ -229,7 +229,7 @@ def test_a_bad_call_is_rejected_alone(tmp_path: Path) -> None:
     assert [m.text for m in s.messages if m.role == "assistant"] == [
         "", "It is -3 °C and snowing in Oslo.", "Anything else?", "Bye."
     ]  # fmt: skip
-    assert importer.tally.seen == 4 and dict(importer.tally.skipped) == {"folded": 2}
+    assert importer.tally.seen == 4 and dict(importer.tally.skipped) == {"part_of_session": 2}
 
 
 def test_messages_from_items_is_the_shared_reader() -> None:
@@ -254,8 +254,8 @@ def test_import_counts_every_record(tmp_path: Path) -> None:
     assert (summary.sessions, summary.rejects) == (6, 0)
     sources = {Path(s["path"]).name: s for s in Corpus(tmp_path / "c").manifest["sources"]}
     assert {n: (s["records"], s["sessions"], s["skipped"]) for n, s in sources.items()} == {
-        "calls.jsonl": (4, 1, {"folded": 3}),
-        "chain.jsonl": (5, 2, {"folded": 3}),
+        "calls.jsonl": (4, 1, {"part_of_session": 3}),
+        "chain.jsonl": (5, 2, {"part_of_session": 3}),
         "conversation.json": (1, 1, {}),
         "input_items_desc.json": (1, 1, {}),
         "items.json": (1, 1, {}),  # the array is one conversation

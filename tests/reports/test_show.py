@@ -248,3 +248,31 @@ def test_show_as_a_request_body_reads_back_into_the_view(tau_run: Path, shape: s
     assert flat(back) == flat(view)
     if shape == "openai-chat":
         assert [m.role for m in back] == [m.role for m in view]
+
+
+def test_encrypted_reasoning_is_not_shown_and_a_call_in_a_pruned_turn_says_so() -> None:
+    from ctxreplay.datasets.messages import ENCRYPTED_REASONING_MIME
+    from ctxreplay.replay.objects import build_index
+    from ctxreplay.reports.show import _flat, _with_parents
+
+    m = Message(
+        "assistant",
+        (Part("reasoning", content="gAAAAsecret", mime_type=ENCRYPTED_REASONING_MIME),),
+    )
+    assert _flat(m) == "(encrypted reasoning, 11 bytes)"
+    prefix = [
+        Message("user", (Part.text("first"),)),
+        Message("assistant", (Part.call("c1", "ls", {}),)),
+        Message("tool", (Part.response("c1", "a b"),)),
+        Message("user", (Part.text("second"),)),
+    ]
+    index = build_index(prefix, lambda s: 0)
+    call = next(o.id for o in index.objects if o.kind == "function")
+    turn = index.by_id[call].parent
+    decisions = {
+        turn: {"object_id": turn, "action": "prune", "dropped_reason": None},
+        call: {"object_id": call, "action": "keep", "dropped_reason": None},
+    }
+    shown = _with_parents(decisions, index)
+    assert shown[call]["action"] == f"pruned with {turn}"
+    assert shown[turn]["action"] == "prune"

@@ -166,6 +166,8 @@ def _unknown(path: Path) -> Reject:
         raw = path.read_bytes()
     except OSError as e:
         return Reject(str(path), "unreadable_file", str(e), b"")
+    if not raw.strip():
+        return Reject(str(path), "empty_file", f"the file is empty ({len(raw)} bytes)", raw)
     detail = f"no importer recognises this file (formats: {', '.join(importers.names())})"
     return Reject(str(path), "unknown_format", detail, raw)
 

@@ -28,6 +28,7 @@ REASONS: dict[str, str] = {
     "duplicate_session": "the same session was imported twice",
     "unreadable_file": "the file could not be read",
     "unknown_format": "no importer recognises the file",
+    "empty_file": "the file holds no bytes (or only whitespace)",
     "malformed": "the record does not follow its format",
     "nesting_too_deep": "the record nests JSON deeper than the limit (200 levels)",
     "out_of_range": "a number in the record is too large to use",
@@ -41,8 +42,7 @@ SKIPS: dict[str, str] = {
     "no_spans": "an OTel record that holds no span or log record",
     "in_session": "an OTel model call whose messages are all in its conversation's session",
     "no_session": "a record its importer read without error but made no session of",
-    "folded": "a Codex rollout line or a logged Responses call read into the session another record of its file stands for",
-    "part_of_session": "a line of a Claude Code log read into the session its first message line stands for",
+    "part_of_session": "a line read into a session another record of its file stands for (Claude Code and Codex log lines, logged Responses calls)",
     "no_message": "a Claude Code log line that is not a message (titles, snapshots, hook, queue and mode records), counted in its session's metadata",
     "duplicate_record": "a Claude Code log line repeating a uuid already read (re-emitted at a compaction): the first is kept",
 }

@@ -18,7 +18,8 @@ from typing import Any
 import polars as pl
 
 from ..datasets.cases import prefix_of
-from ..datasets.messages import Message
+from ..datasets.messages import ENCRYPTED_REASONING_MIME, Message
+from ..replay.objects import ObjectIndex
 from ..runs import Run, RunError, judge_label, read_verdicts
 from .formatting import GAP, MIN_WIDTH, RenderError, category_title, terminal_width, wrap
 
@@ -46,7 +47,10 @@ def _flat(m: Message) -> str:
         elif p.type == "tool_call_response":
             pieces.append(f"← {p.content or ''}")
         elif p.type == "reasoning":
-            pieces.append(f"(thinking) {p.content or ''}")
+            if p.mime_type == ENCRYPTED_REASONING_MIME:  # opaque: counted, never shown
+                pieces.append(f"(encrypted reasoning, {len(p.content or ''):,} bytes)")
+            else:
+                pieces.append(f"(thinking) {p.content or ''}")
         else:
             pieces.append(f"[{p.modality or p.type} {p.mime_type or ''}]")
     return " ".join(" ".join(pieces).split())
@@ -186,7 +190,7 @@ def render_show(
         targets = obj.messages if obj.kind == "function" else obj.messages[:1]
         for i in targets:
             owner.setdefault(i, []).append(obj.id)
-    action = {d["object_id"]: d for d in decisions}
+    action = _with_parents({d["object_id"]: d for d in decisions}, index)
     by_index: dict[int, list[tuple[Message, int]]] = {}
     inserted: dict[int, list[tuple[Message, list[str]]]] = {}
     for entry, m in zip(row["entries"], view, strict=True):
@@ -324,6 +328,23 @@ def render_show(
         )
     lines += ["", *_losses(run, case_id, label, judge, session, action, w)]
     return "\n".join(lines)
+
+
+def _with_parents(
+    action: dict[str, dict[str, Any]], index: ObjectIndex
+) -> dict[str, dict[str, Any]]:
+    """Decisions by object, where an object kept by itself inside a removed parent (a call in
+    a pruned turn) shows what happened to it: removed with the parent."""
+    out = dict(action)
+    for obj in index.objects:
+        own = action.get(obj.id)
+        if own is not None and own["action"] != "keep":
+            continue
+        parent = action.get(obj.parent or "")
+        if parent is not None and parent["action"] not in ("keep", "compact"):
+            verb = DONE.get(parent["action"], parent["action"])
+            out[obj.id] = {**parent, "action": f"{verb} with {obj.parent}"}
+    return out
 
 
 def _losses(

@@ -173,7 +173,7 @@ class CodexCliImporter(Importer):
                 yield from self.guarded(path, record, lambda e=e: _raise(e))
         if not lines:
             return
-        self.tally.skip("folded", len(lines) - 1)
+        self.tally.skip("part_of_session", len(lines) - 1)
         first = next(
             (ln.record for ln in lines if ln.kind in ("session_meta", "legacy_meta")), None
         )

@@ -779,7 +779,7 @@ class OpenAIResponsesImporter(Importer):
                 yield from self.guarded(path, record, lambda e=e: _raise(e))
         for group in _group(calls):
             first = group.calls[0].record
-            self.tally.skip("folded", len(group.calls) - 1)
+            self.tally.skip("part_of_session", len(group.calls) - 1)
             self.ignored_records += [c.record.index for c in group.calls[1:]]
             yield from self.guarded(path, first, lambda g=group: [self._conversation(path, g)])
 
