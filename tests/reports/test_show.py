@@ -219,7 +219,7 @@ def test_locating_a_tokenised_anchor_in_the_future() -> None:
 
 @pytest.mark.parametrize("shape", ["openai-chat", "openai-responses"])
 def test_show_as_a_request_body_reads_back_into_the_view(tau_run: Path, shape: str) -> None:
-    """``show --as`` prints the exact view as a request body; its format's importer reads it back
+    """``show --request`` prints the exact view as a request body; its format's importer reads it back
     into the view's messages."""
     import json
 
@@ -229,7 +229,7 @@ def test_show_as_a_request_body_reads_back_into_the_view(tau_run: Path, shape: s
     run = Run(tau_run)
     case = run.table("figures").sort("prefix_messages")["case_id"][-1]
     result = CliRunner().invoke(
-        main, ["show", str(tau_run), case, "--policy", "noop", "--as", shape]
+        main, ["show", str(tau_run), case, "--policy", "noop", "--request", shape]
     )
     assert result.exit_code == 0, result.output
     body = json.loads(result.output)

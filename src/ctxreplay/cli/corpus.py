@@ -117,19 +117,18 @@ def sql_cmd(folder: Path, query: str | None, format: str, max_rows: int, describ
 @option("--session", multiple=True, help="Only these session ids (repeatable).")
 @option(
     "--format",
-    "fmt",
     type=click.Choice(["openai-chat", "openai-responses"]),
     default="openai-chat",
     show_default=True,
     help="OpenAI chat messages, or Responses API input items.",
 )
-def export_cmd(corpus: Path, out: Path, session: tuple[str, ...], fmt: str) -> None:
+def export_cmd(corpus: Path, out: Path, session: tuple[str, ...], format: str) -> None:
     """Export a corpus as OpenAI chat messages or Responses API items (one session per line);
     each format's importer reads the file back."""
     from ..datasets.export import export_corpus
 
-    n = export_corpus(corpus, out, list(session) or None, format=fmt)
-    click.echo(f"exported {n} sessions as {fmt} → {out}")
+    n = export_corpus(corpus, out, list(session) or None, format=format)
+    click.echo(f"exported {n} sessions as {format} → {out}")
 
 
 @main.command("cases")

@@ -123,29 +123,26 @@ def sweep_cmd(
     help="Characters per line [default: the terminal's, 100 when the output is not a terminal].",
 )
 @option(
-    "--as",
-    "shape",
-    type=click.Choice(["text", "openai-chat", "openai-responses"]),
-    default="text",
-    show_default=True,
-    help="The view as text, or as the JSON request body to send it to a real API "
-    "(chat `messages` or Responses `input` items).",
+    "--request",
+    type=click.Choice(["openai-chat", "openai-responses"]),
+    default=None,
+    help="Print the view as the JSON request body that sends it to a real API (chat "
+    "`messages` or Responses `input` items) instead of the table.",
 )
 def show_cmd(
-    run: Path, case: str, policy: str, judge: str | None, width: int | None, shape: str
+    run: Path, case: str, policy: str, judge: str | None, width: int | None, request: str | None
 ) -> None:
     """Show a case under a policy: each prefix message with its objects' full ids, what the view
     removed (pruned, masked, folded, compacted) and its tokens, and, when the run is judged, each
-    loss: its category, the lost span and the future message that needed it. With ``--as`` the
-    view itself, as a request body a real agent or API accepts."""
+    loss: its category, the lost span and the future message that needed it. With ``--request``
+    the view itself, as a request body a real agent or API accepts."""
     from ..runs import Run
 
-    if shape != "text":
+    if request is not None:
         from ..api import view_request
 
-        click.echo(
-            json.dumps(view_request(Run(run), case, policy, shape), ensure_ascii=False, indent=1)
-        )
+        body = view_request(Run(run), case, policy, request)
+        click.echo(json.dumps(body, ensure_ascii=False, indent=1))
         return
     from ..reports.show import render_show
 
