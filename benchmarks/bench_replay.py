@@ -24,7 +24,7 @@ POLICIES = list(DEMO_POLICIES)
 
 CHILD = """
 import json, resource, sys, time
-from ctxreplay.replay.engine import run_replay
+from ctxreplay.engines.replay import run_replay
 corpus, cases, out, workers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 policies = json.loads(sys.argv[5])
 t = time.perf_counter()

@@ -115,3 +115,27 @@ def test_cli_writes_cases_with_metadata(corpus: Corpus, tmp_path) -> None:
     frame, meta = read_cases(out)
     assert frame.height == 6 and meta["horizon"] == "turns:1"
     assert meta["corpus_fingerprint"] == corpus.fingerprint()
+
+
+def test_cases_are_the_same_however_the_corpus_files_are_split(tmp_path) -> None:
+    """Cutting reads one message file at a time: a corpus written in one file and the same
+    corpus written one session per file give identical cases."""
+    from ctxreplay.datasets.store import CorpusWriter
+    from ctxreplay.datasets.synth import iter_sessions
+
+    sessions = [s.session for s in iter_sessions(12, 5, None)]
+    frames = []
+    for name, flush in (("whole", 1_000_000), ("split", 1)):
+        w = CorpusWriter(tmp_path / name, get_tokenizer(), flush_messages=flush)
+        for s in sessions:
+            w.add(s)
+        w.close([])
+        corpus = Corpus(tmp_path / name)
+        frames.append(
+            build_cases(corpus, [parse_trigger("every:2"), parse_trigger("tokens:3000")])
+        )
+    split_files = list((tmp_path / "split" / "messages").rglob("*.parquet"))
+    assert len(split_files) >= 12
+    assert len(list((tmp_path / "whole" / "messages").rglob("*.parquet"))) < len(split_files)
+    assert frames[0].height > 20
+    assert frames[0].equals(frames[1])

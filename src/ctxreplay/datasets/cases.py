@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from ..errors import CtxreplayError
 from ..schema import CASES
 from .messages import Message
-from .store import Corpus, frame_of
+from .store import REMAKE, Corpus, DamagedCorpusError, frame_of
 from .validate import FLAG_COMPACTION_SUMMARY
 
 
@@ -167,32 +167,42 @@ class SessionShape:
         return max((j for j in range(index) if self.compaction[j]), default=0)
 
 
+#: what cutting reads of the messages table: no text, only part types and ids (nested columns)
+SHAPE_COLUMNS = [
+    "session_id", "seq", "role", "tokens", "visible", "tool_call_ids", "flags",
+    "parts.list.element.type", "parts.list.element.id",
+]  # fmt: skip
+
+
 def session_shapes(corpus: Corpus) -> Iterator[SessionShape]:
-    frame = corpus.messages(
-        columns=[
-            "session_id",
-            "seq",
-            "role",
-            "tokens",
-            "visible",
-            "parts",
-            "tool_call_ids",
-            "flags",
-        ]
-    ).filter(pl.col("visible"))
-    types = pl.col("parts").list.eval(pl.element().struct.field("type"))
-    frame = frame.with_columns(
-        user_turn=(pl.col("role") == "user")
-        & types.list.eval(pl.element().is_in(["text", "blob", "uri", "file"])).list.any(),
-        response_ids=pl.col("parts").list.eval(
-            pl.element()
-            .filter(pl.element().struct.field("type") == "tool_call_response")
-            .struct.field("id")
-        ),
-        compaction=pl.col("flags").fill_null([]).list.contains(FLAG_COMPACTION_SUMMARY),
-    ).drop("parts", "flags")
-    for (sid,), group in frame.group_by("session_id", maintain_order=True):
-        yield _shape(str(sid), group)
+    """The shape of every session, one message file at a time: memory is bounded by the largest
+    file's metadata columns, never by the corpus or its text (a session is written whole into
+    one file)."""
+    seen: set[str] = set()
+    for path in sorted((corpus.path / "messages").rglob("*.parquet")):
+        try:
+            table = pq.ParquetFile(path).read(columns=SHAPE_COLUMNS)
+        except (OSError, pa.ArrowException) as e:
+            raise DamagedCorpusError(f"{path} is damaged ({e}); {REMAKE}") from None
+        frame = frame_of(table).filter(pl.col("visible")).sort(["session_id", "seq"])
+        types = pl.col("parts").list.eval(pl.element().struct.field("type"))
+        frame = frame.with_columns(
+            user_turn=(pl.col("role") == "user")
+            & types.list.eval(pl.element().is_in(["text", "blob", "uri", "file"])).list.any(),
+            response_ids=pl.col("parts").list.eval(
+                pl.element()
+                .filter(pl.element().struct.field("type") == "tool_call_response")
+                .struct.field("id")
+            ),
+            compaction=pl.col("flags").fill_null([]).list.contains(FLAG_COMPACTION_SUMMARY),
+        ).drop("parts", "flags")
+        for (sid,), group in frame.group_by("session_id", maintain_order=True):
+            if sid in seen:
+                raise DamagedCorpusError(
+                    f"session {sid} has messages in more than one file of {corpus.path}; {REMAKE}"
+                )
+            seen.add(str(sid))
+            yield _shape(str(sid), group)
 
 
 def _shape(sid: str, group: pl.DataFrame) -> SessionShape:
