@@ -383,17 +383,30 @@ def _judge_of(folder: Path) -> str | None:
     return None
 
 
-def _read_verdict_parts(parts: list[Path]) -> pl.DataFrame:
-    """Verdict parts of one judge; a column added since a part was written reads as null."""
+def _read_verdict_parts(
+    parts: list[Path], judge: str | None = None, columns: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Verdict parts of one judge; a column added since a part was written reads as null.
+    ``judge`` and ``columns`` are applied while scanning, so what is not asked for is never
+    held in memory."""
     schema = pl.from_arrow(VERDICTS.empty_table()).schema  # type: ignore[union-attr]
-    return pl.scan_parquet(
-        parts, schema=schema, missing_columns="insert", extra_columns="ignore"
-    ).collect()
+    scan = pl.scan_parquet(parts, schema=schema, missing_columns="insert", extra_columns="ignore")
+    if judge is not None:
+        scan = scan.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge))
+    if columns is not None:
+        scan = scan.select(columns)
+    return scan.collect()
 
 
-def read_verdicts(run_path: str | os.PathLike[str], judge: str | None = None) -> pl.DataFrame:
-    """Every verdict of a run (one per case, policy and judge). A part that cannot be read
-    raises :class:`DamagedRunError` naming it and the judge command that repairs it."""
+def read_verdicts(
+    run_path: str | os.PathLike[str],
+    judge: str | None = None,
+    columns: Sequence[str] | None = None,
+) -> pl.DataFrame:
+    """Every verdict of a run (one per case, policy and judge), or those of ``judge`` (a label
+    or a name), with only ``columns`` when given (they must include ``judge``, ``policy`` and
+    ``case_id``). A part that cannot be read raises :class:`DamagedRunError` naming it and the
+    judge command that repairs it."""
     run = Path(run_path)
     frames = []
     for f in _verdict_folders(run):
@@ -402,16 +415,16 @@ def read_verdicts(run_path: str | os.PathLike[str], judge: str | None = None) ->
             frames.append(
                 read_parts(
                     parts,
-                    _read_verdict_parts,
+                    lambda files: _read_verdict_parts(files, judge, columns),
                     lambda f=f: judge_repair(run, _judge_of(f)),  # type: ignore[misc]
                     "verdict part",
                 )
             )
     if not frames:
-        return pl.from_arrow(VERDICTS.empty_table())  # type: ignore[return-value]
+        empty = pl.from_arrow(VERDICTS.empty_table())
+        assert isinstance(empty, pl.DataFrame)
+        return empty if columns is None else empty.select(columns)
     frame = pl.concat(frames, how="vertical_relaxed")
-    if judge is not None:
-        frame = frame.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge))
     return frame.unique(["judge", "policy", "case_id"], keep="first", maintain_order=True)
 
 

@@ -169,6 +169,14 @@ def _calibration_meta(
     }
 
 
+#: what identifies a verdict, and the verdict columns a report reads
+KEYS = ["policy", "case_id"]
+REPORT_COLUMNS = [
+    "judge", "judge_name", *KEYS, "label", "losses", "recoverable", "explanation",
+    "unscored_reason",
+]  # fmt: skip
+
+
 def build_report(
     run_path: Run | str | os.PathLike[str],
     judge: str | None = DEFAULT_JUDGE,
@@ -193,11 +201,19 @@ def build_report(
     one the run holds; it corrects the no-impact table for the judge's error.
     """
     run = as_run(run_path)
-    verdicts = read_verdicts(run.path)
     sweep = sweep_of(run.manifest)
     if judge is None and sweep is not None:
         judge = sweep.get("judge")  # a sweep's report defaults to the judge it swept with
-    label = resolve_judge(verdicts, judge)
+    label = resolve_judge(read_verdicts(run.path, columns=["judge", "judge_name", *KEYS]), judge)
+    # a sweep's frontier compares judges; any other report reads one judge's verdicts, and
+    # only the columns it shows
+    verdicts = (
+        read_verdicts(run.path)
+        if sweep is not None
+        else read_verdicts(run.path, label, columns=REPORT_COLUMNS)
+        if label is not None
+        else read_verdicts(run.path, columns=REPORT_COLUMNS)
+    )
     notes: list[str] = []
     if label is None:
         notes.append(f"no verdicts yet: run `ctxreplay judge {shlex.quote(str(run.path))}`")

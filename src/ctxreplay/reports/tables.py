@@ -17,6 +17,7 @@ Percentages are fractions × 100, unrounded; renderers round.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -319,12 +320,14 @@ def same_views(figures: pl.DataFrame, policies: Sequence[str]) -> list[str]:
     """One line per policy whose views equal an earlier policy's on every case (same tokens and
     the same commits): two rows of one result, which a reader should know."""
     lines = []
-    seen: dict[tuple[Any, ...], str] = {}
+    seen: dict[tuple[int, str], str] = {}
     for policy in policies:
         rows = figures.filter(pl.col("policy") == policy).sort("case_id")
         if rows.height == 0:
             continue
-        key = tuple(zip(rows["case_id"], rows["view_tokens"], rows["committed"], strict=True))
+        # a digest of the (case, view tokens, committed) rows, not a tuple of them in memory
+        hashes = rows.select("case_id", "view_tokens", "committed").hash_rows(seed=0)
+        key = (rows.height, hashlib.sha256(hashes.to_numpy().tobytes()).hexdigest())
         if key in seen:
             lines.append(
                 f"{policy} made the same view as {seen[key]} on all {rows.height:,} cases "
@@ -450,26 +453,32 @@ LOSSES_SCHEMA = {
 
 
 def losses_frame(run: Run | str | os.PathLike[str], outcomes: pl.DataFrame) -> pl.DataFrame:
-    """Every lost dependency of every scored verdict, with the command that opens its case."""
-    scored = scored_rows(outcomes)
-    rows = []
-    for r in scored.select("policy", "case_id", "session_id", "losses").iter_rows(named=True):
-        for loss in r["losses"] or ():
-            rows.append(
-                {
-                    "policy": r["policy"],
-                    "category": loss["category"],
-                    "case_id": r["case_id"],
-                    "session_id": r["session_id"],
-                    "anchor": loss["anchor"],
-                    "source_object": loss["source_object"],
-                    "need_seq": loss["need_seq"],
-                    "detail": loss["detail"],
-                    "show": show_command(run, r["case_id"], r["policy"]),
-                }
-            )
-    return pl.DataFrame(rows, schema=LOSSES_SCHEMA).sort(
-        ["policy", "category", "case_id", "need_seq", "anchor"], nulls_last=True
+    """Every lost dependency of every scored verdict, with the command that opens its case
+    (built column-wise: one Arrow row per loss, no Python object per loss)."""
+    scored = scored_rows(outcomes).select("policy", "case_id", "session_id", "losses")
+    exploded = scored.filter(pl.col("losses").list.len() > 0).explode("losses")
+    if exploded.height == 0:
+        return pl.DataFrame(schema=LOSSES_SCHEMA)
+    # the command of each (case, policy) once, joined back: ``show_command`` quotes exactly
+    pairs = exploded.select("policy", "case_id").unique()
+    shows = pairs.with_columns(
+        show=pl.Series([show_command(run, c, p) for p, c in pairs.iter_rows()], dtype=pl.String)
+    )
+    loss = pl.col("losses").struct
+    frame = exploded.select(
+        "policy",
+        loss.field("category").alias("category"),
+        "case_id",
+        "session_id",
+        loss.field("anchor").alias("anchor"),
+        loss.field("source_object").alias("source_object"),
+        loss.field("need_seq").cast(pl.Int64).alias("need_seq"),
+        loss.field("detail").alias("detail"),
+    ).join(shows, on=["policy", "case_id"], how="left")
+    return (
+        frame.cast(LOSSES_SCHEMA)  # type: ignore[arg-type]
+        .select(list(LOSSES_SCHEMA))
+        .sort(["policy", "category", "case_id", "need_seq", "anchor"], nulls_last=True)
     )
 
 
