@@ -456,6 +456,8 @@ def losses_frame(run: Run | str | os.PathLike[str], outcomes: pl.DataFrame) -> p
     """Every lost dependency of every scored verdict, with the command that opens its case
     (built column-wise: one Arrow row per loss, no Python object per loss)."""
     scored = scored_rows(outcomes).select("policy", "case_id", "session_id", "losses")
+    if scored.height == 0 or not isinstance(scored.schema["losses"], pl.List):
+        return pl.DataFrame(schema=LOSSES_SCHEMA)  # no verdicts: a null column, nothing lost
     exploded = scored.filter(pl.col("losses").list.len() > 0).explode("losses")
     if exploded.height == 0:
         return pl.DataFrame(schema=LOSSES_SCHEMA)
