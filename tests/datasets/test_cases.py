@@ -131,9 +131,7 @@ def test_cases_are_the_same_however_the_corpus_files_are_split(tmp_path) -> None
             w.add(s)
         w.close([])
         corpus = Corpus(tmp_path / name)
-        frames.append(
-            build_cases(corpus, [parse_trigger("every:2"), parse_trigger("tokens:3000")])
-        )
+        frames.append(build_cases(corpus, [parse_trigger("every:2"), parse_trigger("tokens:3000")]))
     split_files = list((tmp_path / "split" / "messages").rglob("*.parquet"))
     assert len(split_files) >= 12
     assert len(list((tmp_path / "whole" / "messages").rglob("*.parquet"))) < len(split_files)

@@ -302,14 +302,14 @@ def test_unreadable_file_is_a_reject(tmp_path: Path, monkeypatch: pytest.MonkeyP
     path.write_text(json.dumps(_openai(0)) + "\n")
     ok = tmp_path / "ok.jsonl"
     ok.write_text(json.dumps(_openai(1)) + "\n")
-    read_bytes = Path.read_bytes
+    open_path = Path.open  # files are read as streams: every read opens the file first
 
-    def locked(self: Path) -> bytes:
+    def locked(self: Path, *args: Any, **kwargs: Any) -> Any:
         if self.name == "locked.jsonl":
             raise PermissionError(13, "Permission denied", str(self))
-        return read_bytes(self)
+        return open_path(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", locked)
+    monkeypatch.setattr(Path, "open", locked)
     summary = import_paths([path, ok], tmp_path / "c", fmt="openai-chat", progress=False)
     assert (summary.sessions, dict(summary.rejected)) == (1, {"unreadable_file": 1})
     monkeypatch.undo()

@@ -54,3 +54,28 @@ def test_calibrate_against_truth_cli(synth_corpus, synth_cases, tmp_path) -> Non
     assert missing.output == (
         f"error: no verdicts from judge 'llm' in {run}; run: ctxreplay judge {run} --judge llm\n"
     )
+
+
+def _verdicts(run) -> pl.DataFrame:
+    return pl.concat(
+        [read_verdicts(run, j) for j in ("flow", "anchor")], how="vertical_relaxed"
+    ).sort("judge", "policy", "case_id")
+
+
+def test_verdicts_are_the_same_for_any_chunk_size_and_worker_count(
+    synth_corpus, synth_cases, tmp_path
+) -> None:
+    """Judging in chunks of one case, in one chunk, or over two processes writes the same rows."""
+    runs = [tmp_path / name / "run" for name in ("one", "whole", "two")]
+    run_replay(synth_corpus, synth_cases, POLICIES, runs[0], workers=1, progress=False)
+    import shutil
+
+    for other in runs[1:]:
+        shutil.copytree(runs[0], other)
+    for run, chunk_cases, workers in zip(runs, (1, 100_000, 3), (1, 1, 2), strict=True):
+        for judge in ("flow", "anchor"):
+            done = run_judge(run, judge, progress=False, workers=workers, chunk_cases=chunk_cases)
+            assert done.judged == 292
+    one, whole, two = (_verdicts(r) for r in runs)
+    assert one.height == 2 * 292
+    assert one.equals(whole) and one.equals(two)

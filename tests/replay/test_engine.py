@@ -184,3 +184,17 @@ def test_show_and_sql_cli(synth_corpus, synth_cases, tmp_path) -> None:
     )
     assert bad.exit_code == 2
     assert bad.output == f"error: unknown policy 'nope'; available: {', '.join(all_policies())}\n"
+
+
+def test_identical_rows_for_any_chunk_size(synth_corpus, synth_cases, tmp_path) -> None:
+    """Chunks of one case and one chunk for the whole corpus replay to the same rows."""
+    runs = {size: tmp_path / str(size) / "run" for size in (1, 100_000)}
+    for size, out in runs.items():
+        run_replay(
+            synth_corpus, synth_cases, POLICIES, out, workers=1, chunk_size=size, progress=False
+        )
+    small, whole = Run(runs[1]), Run(runs[100_000])
+    for table in ("figures", "views", "decisions"):
+        keys = ["policy", "case_id"] + (["object_id"] if table == "decisions" else [])
+        a, b = small.table(table).sort(keys), whole.table(table).sort(keys)
+        assert a.height > 0 and a.equals(b), table

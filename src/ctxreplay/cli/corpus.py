@@ -24,6 +24,12 @@ from .options import folder, option, out, quiet, seed
     help="Hash buckets [default: one per ~128 MB].",
 )
 @option("--max-message-mb", type=click.FloatRange(min=0, min_open=True), default=10.0)
+@option(
+    "--chunk-mb",
+    type=click.FloatRange(min=0, min_open=True),
+    default=32.0,
+    help="Rows held in memory before a part of the corpus is written (memory follows this).",
+)
 @option("--strict", is_flag=True, help="Exit non-zero if any record is rejected.")
 @option("--overwrite", is_flag=True, help="Replace an existing corpus folder.")
 @quiet
@@ -34,6 +40,7 @@ def import_cmd(
     tokenizer: str,
     buckets: int | None,
     max_message_mb: float,
+    chunk_mb: float,
     strict: bool,
     overwrite: bool,
     quiet: bool,
@@ -50,6 +57,7 @@ def import_cmd(
         buckets=buckets,
         max_message_bytes=int(max_message_mb * 1024 * 1024),
         progress=not quiet,
+        chunk_bytes=max(1, int(chunk_mb * 1024 * 1024)),
     )
     click.echo(summary.render())
     if summary.sessions == 0:

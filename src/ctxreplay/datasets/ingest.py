@@ -12,7 +12,6 @@ end, so a failed or killed import leaves no half corpus.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections import Counter
@@ -24,9 +23,10 @@ from typing import Any
 from tqdm import tqdm
 
 from .importers import detect, get_importer, importers
+from .importers.base import file_sha256
 from .messages import Session
 from .rejects import Reject, Tally, clip
-from .store import CorpusError, CorpusWriter, auto_buckets
+from .store import DEFAULT_CHUNK_BYTES, CorpusError, CorpusWriter, auto_buckets
 from .tokenizer import DEFAULT_TOKENIZER, get_tokenizer
 from .validate import MAX_MESSAGE_BYTES
 
@@ -59,8 +59,7 @@ class FileAccount:
     def source(self, path: Path) -> dict[str, Any]:
         """The file's entry in the manifest's ``sources``."""
         try:
-            data = path.read_bytes()
-            size, digest = len(data), hashlib.sha256(data).hexdigest()
+            size, digest = path.stat().st_size, file_sha256(path)
         except OSError:
             size, digest = 0, None
         out: dict[str, Any] = {
@@ -260,7 +259,11 @@ def import_paths(
     buckets: int | None = None,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     progress: bool = True,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
 ) -> ImportSummary:
+    """Import trace files into a corpus folder. Files are read record by record and the corpus
+    is written a part at a time, so memory follows ``chunk_bytes`` (rows held before a part is
+    written) and the largest record, not the size of the input."""
     files = expand(paths)
     missing = [f for f in files if not f.exists()]
     if missing:
@@ -279,6 +282,7 @@ def import_paths(
         get_tokenizer(tokenizer),
         buckets=buckets or auto_buckets(total),
         overwrite=overwrite,
+        chunk_bytes=chunk_bytes,
     ) as writer:
         bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not progress)
         by_location: dict[str, FileAccount] = {}

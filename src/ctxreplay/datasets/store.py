@@ -1,7 +1,10 @@
 """The corpus store: writing sessions to hive-partitioned Parquet, reading them back.
 
 Writing tokenises every message once (counts are stored, never recomputed), hashes each session
-into a bucket and flushes whole sessions, so a session never spans two files. Reading goes through
+into a bucket and flushes whole sessions, so a session never spans two files. Memory is bounded by
+a chunk size, not by the corpus: once a chunk of rows is held it is written as one part per
+bucket, sorted by (session id, seq) in row groups of a few MB, so a reader asking for some
+sessions reads only the row groups whose session-id statistics can hold them. Reading goes through
 pyarrow datasets and DuckDB; tables come back as polars frames, sessions as ``Message`` lists.
 
 A corpus is written atomically: ``CorpusWriter`` builds it in a hidden sibling folder
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -131,10 +135,45 @@ def remove_stale_builds(target: Path) -> list[Path]:
     return removed
 
 
+#: rows held in memory before they are written as a part, in bytes of their text (``ctxreplay
+#: import --chunk-mb``): the writer's memory follows this, not the size of the corpus
+DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024
+#: about how much one row group holds: a reader asking for a few sessions reads the row groups
+#: whose session-id range can hold them (parts are sorted by session), not a whole bucket
+DEFAULT_ROW_GROUP_BYTES = 4 * 1024 * 1024
+#: added sessions wait as Python rows until this much has gathered, then become Arrow (compact)
+_STAGE_BYTES = 4 * 1024 * 1024
+_STAGE_ROWS = 8192
+#: what a row costs besides its text, in the estimate of buffered bytes
+_ROW_BYTES = 64
+#: characters of long strings the token cache keeps (repeated system prompts and tool schemas)
+_TOKEN_CACHE_CHARS = 4 * 1024 * 1024
+#: a buffered row's estimated size, under a key that is no column (Arrow ignores it)
+_SIZE = "\0bytes"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Span:
+    """The rows of one session in a buffered Arrow batch (or of one reject)."""
+
+    key: str
+    start: int
+    stop: int
+    bytes: int
+    #: each row's estimated bytes, kept only for a session larger than a row group
+    sizes: tuple[int, ...] | None = None
+
+
 class CorpusWriter:
     """Streams sessions into a corpus folder; ``close()`` writes the manifest and publishes the
     folder (built beside it, renamed into place); ``abort()`` (or leaving a ``with`` block on an
-    exception) removes the build and leaves ``path`` as it was."""
+    exception) removes the build and leaves ``path`` as it was.
+
+    Memory is bounded by ``chunk_bytes``: added sessions become Arrow tables a few MB at a time,
+    and once ``chunk_bytes`` of rows (or ``flush_messages`` messages) are held they are written
+    as one part per bucket, sorted by (session id, seq), in row groups of about
+    ``row_group_bytes``, so that readers skip row groups by their session-id statistics.
+    """
 
     def __init__(
         self,
@@ -144,6 +183,8 @@ class CorpusWriter:
         buckets: int = 1,
         overwrite: bool = False,
         flush_messages: int = 200_000,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        row_group_bytes: int | None = None,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -163,16 +204,29 @@ class CorpusWriter:
         self.tokenizer = tokenizer
         self.buckets = max(1, buckets)
         self.flush_messages = flush_messages
+        self.chunk_bytes = max(1, chunk_bytes)
+        if row_group_bytes is None:
+            row_group_bytes = min(DEFAULT_ROW_GROUP_BYTES, self.chunk_bytes // 4)
+        self.row_group_bytes = max(1, row_group_bytes)
         self.counts = WriteCounts()
-        self._sessions: list[dict[str, Any]] = []
-        self._messages: list[dict[str, Any]] = []
+        # rows of added sessions not yet made Arrow, and the sessions they came from (without
+        # their messages), to reject a session whose rows do not convert
+        self._stage: dict[str, list[dict[str, Any]]] = {t: [] for t in _PARTITIONED}
+        self._pending: dict[str, Session] = {}
+        self._stage_bytes = 0
+        # Arrow tables waiting for the next part, by table and bucket, with their sessions
+        self._batches: dict[str, dict[int, list[tuple[pa.Table, list[_Span]]]]] = {
+            t: defaultdict(list) for t in _PARTITIONED
+        }
         self._rejects: list[dict[str, Any]] = []
         self._truth: list[dict[str, Any]] = []
+        self._held_bytes = 0
+        self._held_messages = 0
         self._seen: set[str] = set()
-        self._pending: dict[str, Session] = {}  # buffered sessions by id, until flushed
         self._late: list[Reject] = []
         self._part = 0
         self._token_cache: dict[str, int] = {}
+        self._token_cache_chars = 0
         self.closed = False
 
     def __enter__(self) -> CorpusWriter:
@@ -184,31 +238,48 @@ class CorpusWriter:
 
     # --- tokenising ----------------------------------------------------------------------
     def count_tokens(self, messages: Sequence[Message]) -> list[int]:
-        """Per message, the sum of tiktoken counts of its text fields (cached for long repeats)."""
+        """Per message, the sum of tiktoken counts of its text fields. Counts of strings seen
+        before come from a cache bounded in characters (least recently used dropped first), so
+        repeated prompts are counted once and no text is kept alive past the cache's budget."""
+        cache = self._token_cache
+        counts: dict[str, int] = {}
         todo: list[str] = []
         for m in messages:
             for p in m.parts:
                 for s in p.token_texts():
-                    if s not in self._token_cache:
+                    if s in counts:
+                        continue
+                    found = cache.pop(s, None)
+                    if found is None:
                         todo.append(s)
+                        counts[s] = -1
+                    else:
+                        cache[s] = counts[s] = found  # most recently used last
         if todo:
-            unique = list(dict.fromkeys(todo))
-            for s, n in zip(unique, self.tokenizer.count_many(unique), strict=True):
-                if len(s) > 256:  # short strings are cheap to count and rarely repeat
-                    self._token_cache[s] = n
-                else:
-                    self._token_cache.setdefault(s, n)
-            if len(self._token_cache) > 200_000:
-                self._token_cache.clear()
-        return [
-            sum(self._token_cache.get(s, 0) for p in m.parts for s in p.token_texts())
-            for m in messages
-        ]
+            for s, n in zip(todo, self.tokenizer.count_many(todo), strict=True):
+                counts[s] = n
+                self._remember(s, n)
+        return [sum(counts[s] for p in m.parts for s in p.token_texts()) for m in messages]
+
+    def _remember(self, text: str, n: int) -> None:
+        """Cache a count, dropping the least recently used ones past the cache's budget."""
+        if len(text) > _TOKEN_CACHE_CHARS // 4:
+            return  # a huge text is not kept alive for a repeat that rarely comes
+        cache = self._token_cache
+        cache[text] = n
+        self._token_cache_chars += len(text)
+        while self._token_cache_chars > _TOKEN_CACHE_CHARS and cache:
+            oldest = next(iter(cache))
+            del cache[oldest]
+            self._token_cache_chars -= len(oldest)
 
     # --- adding -------------------------------------------------------------------------
     def add(self, session: Session) -> Reject | None:
         """Tokenise and buffer a validated session; a duplicate id (or a session whose rows
-        cannot be made) comes back as a reject."""
+        cannot be made) comes back as a reject. A full buffer is written first, here rather than
+        after this session: by now the importer has let go of the record before."""
+        if self._held_bytes >= self.chunk_bytes or self._held_messages >= self.flush_messages:
+            self.flush()
         sid = session.session_id or session_id_for(session)
         if sid in self._seen:
             return Reject(
@@ -229,19 +300,33 @@ class CorpusWriter:
             session_row = _session_row(sid, session, messages)
         except (ValueError, TypeError, OverflowError, RecursionError) as e:
             return _unstorable(session, e)
+        if any(a["seq"] > b["seq"] for a, b in itertools.pairwise(message_rows)):
+            message_rows.sort(key=lambda row: row["seq"])  # a part is sorted by (session, seq)
+        added = 0
+        for row in message_rows:
+            row[_SIZE] = size = _message_bytes(row)
+            added += size
+        session_row[_SIZE] = size = _ROW_BYTES + len(session_row["metadata"])
+        added += size
         self._seen.add(sid)
-        self._pending[sid] = session
-        self._messages.extend(message_rows)
-        self._sessions.append(session_row)
+        self._pending[sid] = dataclasses.replace(session, messages=[])
+        self._stage["messages"].extend(message_rows)
+        self._stage["sessions"].append(session_row)
+        self._stage_bytes += added
+        self._held_bytes += added
+        self._held_messages += len(messages)
         self.counts.sessions += 1
         self.counts.messages += len(messages)
         self.counts.tokens += sum(tokens)
-        if len(self._messages) >= self.flush_messages:
-            self.flush()
+        if self._stage_bytes >= _STAGE_BYTES or len(self._stage["messages"]) >= _STAGE_ROWS:
+            self._convert()
         return None
 
     def add_reject(self, reject: Reject) -> None:
-        self._rejects.append(reject.to_row())
+        row = reject.to_row()
+        row[_SIZE] = size = _ROW_BYTES + len(row["raw"] or b"") + len(row["detail"] or "")
+        self._rejects.append(row)
+        self._held_bytes += size
         self.counts.rejects += 1
 
     def add_ground_truth(self, rows: Iterable[dict[str, Any]]) -> None:
@@ -255,48 +340,65 @@ class CorpusWriter:
 
     # --- writing ------------------------------------------------------------------------
     def flush(self) -> None:
-        if self._sessions:
-            for table, by_bucket in self._arrow_tables().items():
-                for bucket, arrow in sorted(by_bucket.items()):
-                    folder = self.build / table / f"bucket={bucket:03d}"
-                    folder.mkdir(parents=True, exist_ok=True)
-                    _write(arrow, folder, self._part)
+        """Write what is held as one part: a file per bucket and table, and the rejects."""
+        self._convert()
+        for table in _PARTITIONED:
+            for bucket, batches in sorted(self._batches[table].items()):
+                folder = self.build / table / f"bucket={bucket:03d}"
+                folder.mkdir(parents=True, exist_ok=True)
+                _write(batches, folder / f"part-{self._part:05d}.parquet", self.row_group_bytes)
+            self._batches[table].clear()
         for table, rows in (("rejects", self._rejects), ("ground_truth", self._truth)):
             if rows:
                 folder = self.build / table
                 folder.mkdir(parents=True, exist_ok=True)
-                _write(pa.Table.from_pylist(rows, schema=_SCHEMAS[table]), folder, self._part)
-        self._sessions, self._messages, self._rejects, self._truth = [], [], [], []
-        self._pending = {}
+                spans = [_Span("", i, i + 1, r.pop(_SIZE, _ROW_BYTES)) for i, r in enumerate(rows)]
+                arrow = pa.Table.from_pylist(rows, schema=_SCHEMAS[table])
+                rows.clear()
+                path = folder / f"part-{self._part:05d}.parquet"
+                _write([(arrow, spans)], path, self.row_group_bytes, by_key=False)
+                del arrow
+        self._held_bytes = self._held_messages = 0
         self._part += 1
 
-    def _arrow_tables(self) -> dict[str, dict[int, pa.Table]]:
-        """The buffered sessions and messages as Arrow tables by bucket. A session whose rows
-        do not convert is taken back out (a late ``unstorable`` reject), the rest are written."""
+    def _convert(self) -> None:
+        """Make the staged rows Arrow tables by bucket. A session whose rows do not convert is
+        taken back out (a late ``unstorable`` reject), the rest are kept."""
+        if not self._stage["sessions"]:
+            return
         while True:
             try:
-                out: dict[str, dict[int, pa.Table]] = {}
-                for table, rows in (("sessions", self._sessions), ("messages", self._messages)):
+                out: dict[str, dict[int, tuple[pa.Table, list[_Span]]]] = {}
+                for table in _PARTITIONED:
                     by_bucket: dict[int, list[dict[str, Any]]] = defaultdict(list)
-                    for row in rows:
+                    for row in self._stage[table]:
                         by_bucket[bucket_of(row["session_id"], self.buckets)].append(row)
                     out[table] = {
-                        b: pa.Table.from_pylist(r, schema=_SCHEMAS[table])
+                        b: (
+                            pa.Table.from_pylist(r, schema=_SCHEMAS[table]),
+                            _spans(r, self.row_group_bytes),
+                        )
                         for b, r in by_bucket.items()
                     }
-                return out
+                break
             except _CONVERSION_ERRORS:
                 bad = self._unconvertible()
                 if not bad:
                     raise
                 for sid, error in bad.items():
                     self._drop(sid, error)
+        for table, by_table in out.items():
+            for bucket, batch in by_table.items():
+                self._batches[table][bucket].append(batch)
+        self._stage = {t: [] for t in _PARTITIONED}
+        self._pending = {}
+        self._stage_bytes = 0
 
     def _unconvertible(self) -> dict[str, Exception]:
-        """Buffered sessions whose session or message rows do not convert, with the error."""
+        """Staged sessions whose session or message rows do not convert, with the error."""
         rows: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-        for table, buffered in (("sessions", self._sessions), ("messages", self._messages)):
-            for row in buffered:
+        for table in _PARTITIONED:
+            for row in self._stage[table]:
                 rows[row["session_id"]][table].append(row)
         bad: dict[str, Exception] = {}
         for sid, tables in rows.items():
@@ -309,14 +411,18 @@ class CorpusWriter:
         return bad
 
     def _drop(self, sid: str, error: Exception) -> None:
-        """Take a buffered session back out: it becomes a reject."""
-        n_messages = sum(1 for r in self._messages if r["session_id"] == sid)
-        tokens = sum(r.get("tokens") or 0 for r in self._messages if r["session_id"] == sid)
-        self._sessions = [r for r in self._sessions if r["session_id"] != sid]
-        self._messages = [r for r in self._messages if r["session_id"] != sid]
+        """Take a staged session back out: it becomes a reject."""
+        mine = [r for r in self._stage["messages"] if r["session_id"] == sid]
+        tokens = sum(r.get("tokens") or 0 for r in mine)
+        size = sum(r[_SIZE] for t in _PARTITIONED for r in self._stage[t] if r["session_id"] == sid)
+        for table in _PARTITIONED:
+            self._stage[table] = [r for r in self._stage[table] if r["session_id"] != sid]
+        self._stage_bytes -= size
+        self._held_bytes -= size
+        self._held_messages -= len(mine)
         self._seen.discard(sid)
         self.counts.sessions -= 1
-        self.counts.messages -= n_messages
+        self.counts.messages -= len(mine)
         self.counts.tokens -= tokens if isinstance(tokens, int) else 0
         session = self._pending.pop(sid, None)
         if session is not None:
@@ -381,6 +487,16 @@ class CorpusWriter:
             shutil.rmtree(self.build)
 
 
+def _message_bytes(row: dict[str, Any]) -> int:
+    """A message row's size in the buffer: its text (parts, ids) plus a fixed cost."""
+    size = _ROW_BYTES * (1 + len(row["parts"]))
+    for part in row["parts"]:
+        for value in part.values():
+            if isinstance(value, str):
+                size += len(value)
+    return size
+
+
 def _unstorable(session: Session, error: BaseException) -> Reject:
     return Reject(
         source_location=session.source_location,
@@ -431,8 +547,125 @@ def metadata_json(metadata: dict[str, Any]) -> tuple[str, list[str]]:
     return text, flags
 
 
-def _write(table: pa.Table, folder: Path, part: int) -> None:
-    pq.write_table(table, folder / f"part-{part:05d}.parquet", compression="zstd")
+def _spans(rows: list[dict[str, Any]], row_group_bytes: int) -> list[_Span]:
+    """The sessions of buffered rows (each session's rows are consecutive)."""
+    spans: list[_Span] = []
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i]["session_id"] != rows[start]["session_id"]:
+            sizes = tuple(r[_SIZE] for r in rows[start:i])
+            total = sum(sizes)
+            big = sizes if total > row_group_bytes and len(sizes) > 1 else None
+            spans.append(_Span(rows[start]["session_id"], start, i, total, big))
+            start = i
+    return spans
+
+
+def _write(
+    batches: list[tuple[pa.Table, list[_Span]]],
+    path: Path,
+    row_group_bytes: int,
+    by_key: bool = True,
+) -> None:
+    """One part file of the rows of ``batches``: sessions in id order (``by_key``; rows within
+    a session are in seq order already), cut into row groups of about ``row_group_bytes``, so
+    each row group covers a narrow session-id range that readers skip by. Row groups are views
+    of the batches: nothing is copied before the Parquet writer encodes it."""
+    spans = [(span, k) for k, (_, batch_spans) in enumerate(batches) for span in batch_spans]
+    if by_key:
+        spans.sort(key=lambda item: item[0].key)
+    schema = batches[0][0].schema
+    sorting = None
+    if by_key:
+        names = ["session_id", "seq"] if "seq" in schema.names else ["session_id"]
+        sorting = [pq.SortingColumn(schema.get_field_index(n)) for n in names]
+    with pq.ParquetWriter(
+        path,
+        schema,
+        compression="zstd",
+        sorting_columns=sorting,
+        write_statistics=_statistics(schema),
+        use_dictionary=[c for c in _leaves(schema) if c not in _LONG_TEXT],
+        data_page_version="2.0",  # a page is compressed from its encoded values, not a copy
+    ) as writer:
+        for group in _row_groups(spans, row_group_bytes):
+            pieces = [batches[k][0].slice(start, stop - start) for k, start, stop in group]
+            rows = sum(stop - start for _, start, stop in group)
+            writer.write_table(pa.concat_tables(pieces), row_group_size=rows)
+
+
+#: long text columns: no statistics (computing min and max copies every value, a 50 MB tool
+#: result over and over, for statistics too long to be kept) and no dictionary (values rarely
+#: repeat; trying copies each value into the dictionary and its page before falling back)
+_LONG_TEXT = frozenset(
+    {
+        "metadata",
+        "raw",
+        "detail",
+        "source_location",
+        "parts.list.element.content",
+        "parts.list.element.arguments",
+        "parts.list.element.uri",
+    }
+)
+
+
+def _leaves(schema: pa.Schema) -> list[str]:
+    """The Parquet column paths of a schema (``parts.list.element.content``)."""
+
+    def walk(prefix: str, kind: pa.DataType) -> Iterator[str]:
+        if pa.types.is_struct(kind):
+            for child in kind:
+                yield from walk(f"{prefix}.{child.name}", child.type)
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            yield from walk(f"{prefix}.list.element", kind.value_type)
+        else:
+            yield prefix
+
+    return [path for f in schema for path in walk(f.name, f.type)]
+
+
+def _statistics(schema: pa.Schema) -> list[str]:
+    """Columns whose row-group statistics are written: the flat, short ones readers filter on,
+    ``session_id`` ranges above all."""
+    return [f.name for f in schema if not pa.types.is_nested(f.type) and f.name not in _LONG_TEXT]
+
+
+def _row_groups(
+    spans: list[tuple[_Span, int]], target: int
+) -> Iterator[list[tuple[int, int, int]]]:
+    """Row groups of about ``target`` bytes as (batch, start, stop) ranges: whole sessions, but
+    a session larger than ``target`` is cut into groups of its own. Adjacent ranges of one batch
+    are joined."""
+    group: list[tuple[int, int, int]] = []
+    held = 0
+
+    def add(k: int, start: int, stop: int) -> None:
+        if group and group[-1][0] == k and group[-1][2] == start:
+            group[-1] = (k, group[-1][1], stop)
+        else:
+            group.append((k, start, stop))
+
+    for span, k in spans:
+        if span.sizes is None:
+            if held >= target:
+                yield group
+                group, held = [], 0
+            add(k, span.start, span.stop)
+            held += span.bytes
+            continue
+        if group:
+            yield group
+            group, held = [], 0
+        start = span.start
+        for i, size in enumerate(span.sizes):
+            held += size
+            if held >= target or i == len(span.sizes) - 1:
+                stop = span.start + i + 1
+                yield [(k, start, stop)]
+                start, held = stop, 0
+    if group:
+        yield group
 
 
 def _session_row(sid: str, s: Session, messages: Sequence[Message]) -> dict[str, Any]:
@@ -543,6 +776,8 @@ class Corpus:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.manifest: dict[str, Any] = read_manifest(self.path, "corpus", CorpusError)
+        #: rows read from the corpus's files so far (filtered reads count the row groups read)
+        self.rows_read = 0
         try:
             self.buckets: int = max(1, int(self.manifest.get("buckets", 1)))
             str(self.manifest["tokenizer"]["name"])
@@ -570,13 +805,27 @@ class Corpus:
         return ds.dataset(folder, format="parquet", schema=_SCHEMAS[table])
 
     def table(self, table: str, columns: list[str] | None = None, filter: Any = None) -> pa.Table:
+        """A table, or the rows matching ``filter``: then only the files its partition can hold
+        and, within them, the row groups whose statistics (a session-id range, as parts are
+        sorted by session) can match are read. ``rows_read`` counts the rows read."""
         try:
             dataset = self._dataset(table)
             if dataset is None:
                 schema = _SCHEMAS[table]
                 empty = schema.empty_table()
                 return empty if columns is None else empty.select(columns)
-            return dataset.to_table(columns=columns, filter=filter)
+            if filter is None:
+                out = dataset.to_table(columns=columns)
+                self.rows_read += out.num_rows
+                return out
+            fragments = [
+                f.subset(filter=filter, schema=dataset.schema)
+                for f in dataset.get_fragments(filter=filter)
+            ]
+            fragments = [f for f in fragments if f.num_row_groups]
+            self.rows_read += sum(g.num_rows for f in fragments for g in f.row_groups)
+            pruned = ds.FileSystemDataset(fragments, dataset.schema, dataset.format)
+            return pruned.to_table(columns=columns, filter=filter)
         except (pa.ArrowException, OSError, ValueError):
             folder = self.path / table
             if folder.exists() and not folder.is_dir():
@@ -592,8 +841,14 @@ class Corpus:
     def messages(
         self, session_ids: Sequence[str] | None = None, columns: list[str] | None = None
     ) -> pl.DataFrame:
-        flt = ds.field("session_id").isin(list(session_ids)) if session_ids is not None else None
+        flt = self._ids_filter(session_ids) if session_ids is not None else None
         return frame_of(self.table("messages", columns, flt)).sort(["session_id", "seq"])
+
+    def _ids_filter(self, session_ids: Iterable[str]) -> Any:
+        """Rows of these sessions: their buckets (files) and their ids (row groups)."""
+        ids = sorted(set(session_ids))
+        buckets = sorted({bucket_of(s, self.buckets) for s in ids})
+        return ds.field("bucket").isin(buckets) & ds.field("session_id").isin(ids)
 
     def rejects(self) -> pl.DataFrame:
         return pl.from_arrow(self.table("rejects"))  # type: ignore[return-value]
@@ -613,7 +868,8 @@ class Corpus:
     def iter_sessions(
         self, session_ids: Iterable[str] | None = None
     ) -> Iterator[tuple[str, list[Message]]]:
-        """Sessions in (bucket, session id) order, reading one bucket at a time."""
+        """Sessions in (bucket, session id) order, reading one bucket at a time; with
+        ``session_ids``, only the row groups that can hold them."""
         wanted = set(session_ids) if session_ids is not None else None
         for bucket in range(self.buckets):
             flt = ds.field("bucket") == bucket
@@ -628,12 +884,13 @@ class Corpus:
             table = table.sort_by([("session_id", "ascending"), ("seq", "ascending")])
             current: str | None = None
             batch: list[Message] = []
-            for row in table.to_pylist():
-                if row["session_id"] != current:
-                    if current is not None:
-                        yield current, batch
-                    current, batch = row["session_id"], []
-                batch.append(row_to_message(row))
+            for rows in table.to_batches(max_chunksize=4096):
+                for row in rows.to_pylist():
+                    if row["session_id"] != current:
+                        if current is not None:
+                            yield current, batch
+                        current, batch = row["session_id"], []
+                    batch.append(row_to_message(row))
             if current is not None:
                 yield current, batch
 

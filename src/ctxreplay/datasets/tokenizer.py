@@ -36,6 +36,8 @@ ENCODINGS: dict[str, tuple[str, str]] = {
     ),
 }
 DEFAULT_TOKENIZER = "o200k_base"
+#: texts longer than this (characters) are counted without a Python list of their tokens
+LONG_TEXT = 1 << 16
 _env_lock = threading.Lock()
 
 
@@ -109,12 +111,35 @@ class Tokenizer:
         return ENCODINGS[self.name][1]
 
     def count(self, text: str) -> int:
+        if len(text) > LONG_TEXT:
+            return self._count_long(text)
         return len(self._encoding.encode_ordinary(text)) if text else 0
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
-        return [len(t) for t in self._encoding.encode_ordinary_batch(list(texts), num_threads=2)]
+        short = [t for t in texts if len(t) <= LONG_TEXT]
+        counted = iter(
+            [len(t) for t in self._encoding.encode_ordinary_batch(short, num_threads=2)]
+            if short
+            else []
+        )
+        return [self._count_long(t) if len(t) > LONG_TEXT else next(counted) for t in texts]
+
+    def _count_long(self, text: str) -> int:
+        """The count of a long text from its tokens as a uint32 array: a Python list would cost
+        about 40 bytes a token (half a gigabyte for a 50 MB tool result). Special-token text
+        counts as ordinary text, as in ``encode_ordinary``."""
+        try:
+            tokens = self._encoding.encode_to_numpy(
+                text, allowed_special=set(), disallowed_special=()
+            )
+        except UnicodeEncodeError:  # lone surrogates: replaced, as ``encode_ordinary`` does
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            tokens = self._encoding.encode_to_numpy(
+                text, allowed_special=set(), disallowed_special=()
+            )
+        return len(tokens)
 
     def encode(self, text: str) -> list[int]:
         return self._encoding.encode_ordinary(text)

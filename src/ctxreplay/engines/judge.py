@@ -22,12 +22,22 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    as_completed,
+    wait,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from ..datasets.cases import future_of, prefix_of, read_cases
@@ -41,16 +51,21 @@ from ..llm.endpoint import EndpointParams, in_run
 from ..replay.objects import build_index
 from ..replay.sidecar import SidecarError
 from ..runs import (
+    READ_ERRORS,
+    DamagedRunError,
     Run,
     SidecarStore,
     drop_verdicts,
+    part_problem,
+    read_table,
     read_verdicts,
+    replay_repair,
     set_aside_damaged_verdicts,
     slug,
     view_messages,
 )
 from ..schema import VERDICTS
-from .replay import cached_counter
+from .replay import CHUNK_CASES, cached_counter
 
 
 class JudgeRunError(CtxreplayError):
@@ -116,17 +131,32 @@ def _write_part(rows: list[dict[str, Any]], folder: Path) -> None:
 
 @dataclass
 class Work:
-    """The (case, policy) pairs of one session still to judge, with what rebuilding needs."""
+    """The (case, policy) pairs of one session still to judge."""
 
     session_id: str
-    cases: list[dict[str, Any]]  # case rows (cut, future range)
-    views: dict[tuple[str, str], dict[str, Any]]  # (case, policy) → views row
-    actions: dict[tuple[str, str], dict[str, str]]  # (case, policy) → object → action
-    committed: dict[tuple[str, str], bool]
+    cases: list[dict[str, Any]]  # case rows (cut, future range), in cut order
+    pairs: list[tuple[str, str, bool]]  # (case_id, policy, committed), in (cut, policy) order
+
+
+@dataclass
+class Chunk:
+    """Whole sessions with work left, judged together: the sessions are read from the corpus
+    once, and only the replay parts that hold their views (``parts``: policy → part file names),
+    so a worker never holds more than one chunk of the run or the corpus."""
+
+    works: list[Work]
+    parts: dict[str, list[str]]
+
+    @property
+    def pairs(self) -> int:
+        return sum(len(w.pairs) for w in self.works)
 
 
 #: a judge input, and why it cannot be judged (its archived payload is damaged) or None
 Item = tuple[JudgeInput, str | None]
+#: (case, policy) → its views row; (case, policy) → object → committed action
+Views = dict[tuple[str, str], dict[str, Any]]
+Actions = dict[tuple[str, str], dict[str, str]]
 
 
 def _archives(
@@ -152,30 +182,100 @@ def _archives(
         )
 
 
-def inputs_for(work: Work, messages: Sequence[Message], sidecar: SidecarStore) -> Iterator[Item]:
+def _part_paths(run: Path, table: str, label: str, names: Sequence[str]) -> list[Path]:
+    """The parts of ``table`` named like the figures parts that list a chunk's pairs (the
+    replay writes a chunk's tables under one name); every part of the policy if one is not
+    there."""
+    folder = run / table / slug(label)
+    paths = [folder / name for name in names]
+    if all(path.is_file() for path in paths):
+        return paths
+    return sorted(folder.glob("*.parquet"))
+
+
+def _part_rows(run: Path, paths: Sequence[Path], ids: set[str], keep: Any = None) -> pa.Table:
+    """The rows of these replay parts whose case is in ``ids`` (and that ``keep`` selects), read
+    with pyarrow alone: a worker process is forked from one that used polars, whose thread pool
+    does not survive a fork. A part that does not read is named, with its repair."""
+    wanted = pa.array(sorted(ids), pa.string())
+    tables = []
+    for path in paths:
+        try:
+            table = pq.read_table(path)
+        except READ_ERRORS:
+            problem = part_problem(path) if path.is_file() else "missing"
+            if problem is None:
+                raise  # it reads on its own: not damage but a bug, with its traceback
+            raise DamagedRunError(
+                f"part {path} is damaged ({problem}); {replay_repair(run)}"
+            ) from None
+        mask = pc.is_in(table["case_id"], value_set=wanted)
+        if keep is not None:
+            mask = pc.and_(mask, keep(table))
+        tables.append(table.filter(mask))
+    return pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
+
+
+def load_views(run: Path, chunk: Chunk) -> tuple[Views, Actions]:
+    """The views rows and committed actions of a chunk's pairs, from the parts that hold them."""
+    wanted: dict[str, set[str]] = {}
+    for w in chunk.works:
+        for case_id, policy, _ in w.pairs:
+            wanted.setdefault(policy, set()).add(case_id)
+    views: Views = {}
+    actions: Actions = {}
+    for label, names in chunk.parts.items():
+        ids = wanted.get(label, set())
+        for row in _part_rows(run, _part_paths(run, "views", label, names), ids).to_pylist():
+            views[(row["case_id"], label)] = row
+        decisions = _part_rows(
+            run,
+            _part_paths(run, "decisions", label, names),
+            ids,
+            lambda t: pc.not_equal(t["action"], "keep"),  # null actions are left out too
+        )
+        if decisions.num_rows:
+            for case_id, object_id, action in zip(
+                decisions["case_id"].to_pylist(),
+                decisions["object_id"].to_pylist(),
+                decisions["action"].to_pylist(),
+                strict=True,
+            ):
+                actions.setdefault((case_id, label), {})[object_id] = action
+    return views, actions
+
+
+def inputs_for(
+    work: Work, messages: Sequence[Message], views: Views, actions: Actions, sidecar: SidecarStore
+) -> Iterator[Item]:
+    """The judge inputs of one session: its prefixes, futures and object indexes are built
+    once per case, whatever the number of policies."""
     count = cached_counter(get_tokenizer().name)
     visible = [m for m in messages if m.visible]
+    by_case: dict[str, list[tuple[str, bool]]] = {}
+    for case_id, policy, committed in work.pairs:
+        by_case.setdefault(case_id, []).append((policy, committed))
     for case in work.cases:
         prefix = prefix_of(visible, case["cut"])
         future = future_of(visible, case)
         index = build_index(prefix, count)
-        for (case_id, policy), row in work.views.items():
-            if case_id != case["case_id"]:
-                continue
+        for policy, committed in by_case.get(case["case_id"], ()):
+            key = (case["case_id"], policy)
+            row = views.pop(key)  # judged once: not kept after
             view = view_messages(row["entries"], prefix)
             archives, problem = _archives(row, sidecar)
             yield (
                 JudgeInput(
-                    case_id=case_id,
+                    case_id=case["case_id"],
                     session_id=work.session_id,
                     policy=policy,
                     prefix=prefix,
                     view=tuple(view),
                     future=future,
                     index=index,
-                    actions=work.actions.get((case_id, policy), {}),
+                    actions=actions.get(key, {}),
                     archives=archives,
-                    committed=work.committed.get((case_id, policy), True),
+                    committed=committed,
                     summary=row.get("summary"),
                     cut=case["cut"],
                 ),
@@ -183,29 +283,38 @@ def inputs_for(work: Work, messages: Sequence[Message], sidecar: SidecarStore) -
             )
 
 
-def session_inputs(
-    corpus: Any, sidecar: SidecarStore, works: Sequence[Work]
+def chunk_inputs(
+    run: Path, corpus: Any, sidecar: SidecarStore, chunk: Chunk
 ) -> Iterator[list[Item]]:
-    """The judge inputs of each session with work left, one session read at a time."""
-    by_id = {w.session_id: w for w in works}
+    """The judge inputs of each session of a chunk, one session at a time: the chunk's sessions
+    are read from the corpus in one call, its views from the parts that hold them."""
+    views, actions = load_views(run, chunk)
+    by_id = {w.session_id: w for w in chunk.works}
     for sid, messages in corpus.iter_sessions(list(by_id)):
-        yield list(inputs_for(by_id[sid], messages, sidecar))
+        yield list(inputs_for(by_id[sid], messages, views, actions, sidecar))
 
 
-def _judge_chunk(
-    run_path: str, corpus_path: str, spec: dict[str, Any], state: Any, works: list[Work]
-) -> list[dict[str, Any]]:
-    """A process worker: judge every input of a few sessions with a deterministic judge."""
-    from ..datasets.store import Corpus
+#: the judge of a worker process, built once from the spec and the corpus state it was started
+#: with (not sent again with every chunk)
+_WORKER_JUDGE: list[Judge] = []
 
+
+def _start_worker(spec: dict[str, Any], state: Any) -> None:
     judge = judges.rebuild(spec)
     judge.use_state(state)
-    corpus = Corpus(corpus_path)
-    sidecar = SidecarStore(Path(run_path) / "sidecar")
-    name = Path(run_path).name
+    _WORKER_JUDGE[:] = [judge]
+
+
+def _judge_chunk(run_path: str, corpus_path: str, chunk: Chunk) -> list[dict[str, Any]]:
+    """A process worker: judge every input of a chunk with a deterministic judge."""
+    from ..datasets.store import Corpus
+
+    judge = _WORKER_JUDGE[0]
+    run = Path(run_path)
+    sidecar = SidecarStore(run / "sidecar")
     return [
-        verdict_row(name, item, judge, judge_one(judge, item, problem))
-        for items in session_inputs(corpus, sidecar, works)
+        verdict_row(run.name, item, judge, judge_one(judge, item, problem))
+        for items in chunk_inputs(run, Corpus(corpus_path), sidecar, chunk)
         for item, problem in items
     ]
 
@@ -269,53 +378,83 @@ class JudgeSummary:
         return "\n".join(lines)
 
 
+def _pending_pairs(run: Run, labels: Sequence[str], done: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The (policy, case) pairs of these policies not in ``done``, with their session, cut,
+    commit and the figures part that lists them (its views and decisions parts have its
+    name), in (session, cut, policy) order; and how many pairs the policies have."""
+    run.check(labels)
+    frames = []
+    for label in labels:
+        folder = run.path / "figures" / slug(label)
+        for part in sorted(folder.glob("*.parquet")) if folder.is_dir() else ():
+            frames.append(
+                read_table("figures", [part], run.path)
+                .select("policy", "case_id", "session_id", "cut", "committed")
+                .with_columns(pl.lit(part.name).alias("part"))
+            )
+    if not frames:
+        return pl.DataFrame(schema={"policy": pl.String, "case_id": pl.String}), 0
+    figures = pl.concat(frames, how="vertical_relaxed")
+    return figures.join(done, on=["policy", "case_id"], how="anti").sort(
+        ["session_id", "cut", "policy"]
+    ), figures.height
+
+
 def plan_work(
     run: Run,
     judge_label: str,
     policies: Sequence[str] | None = None,
     limit: int | None = None,
     redo: pl.DataFrame | None = None,
-) -> tuple[list[Work], int, int]:
-    """The sessions with something left to judge, how many pairs are already judged, and how
-    many are left for later by ``limit``. ``redo``: judged pairs (policy, case_id) to judge
-    again."""
+    chunk_cases: int | None = None,
+) -> tuple[list[Chunk], int, int]:
+    """The chunks of sessions with something left to judge, how many pairs are already judged,
+    and how many are left for later by ``limit``. ``redo``: judged pairs (policy, case_id) to
+    judge again. Chunks hold whole sessions, about ``chunk_cases`` cases each (default: the
+    replay's chunk size, so a full run is judged in the replay's chunks); only their ids travel,
+    the views are read by whoever judges the chunk."""
     done = read_verdicts(run.path, judge_label).select("policy", "case_id")
     if redo is not None and redo.height:
         done = done.join(redo.select("policy", "case_id"), on=["policy", "case_id"], how="anti")
     labels = [run.resolve_policy(p) for p in policies] if policies else run.policies
-    figures = pl.concat([run.table("figures", label) for label in labels], how="vertical_relaxed")
-    todo = figures.join(done, on=["policy", "case_id"], how="anti").sort(
-        ["session_id", "cut", "policy"]
-    )
-    skipped = figures.height - todo.height
+    todo, total = _pending_pairs(run, labels, done)
+    skipped = total - todo.height
     deferred = max(0, todo.height - limit) if limit is not None else 0
     if limit is not None:
         todo = todo.head(limit)
     if todo.height == 0:
         return [], skipped, deferred
     cases, _ = read_cases(run.manifest["cases_path"])
-    case_rows = {r["case_id"]: r for r in cases.iter_rows(named=True)}
     wanted = set(todo["case_id"].to_list())
-    views = {}
-    actions: dict[tuple[str, str], dict[str, str]] = {}
-    for label in {*todo["policy"].to_list()}:
-        v = run.table("views", label).filter(pl.col("case_id").is_in(list(wanted)))
-        for row in v.iter_rows(named=True):
-            views[(row["case_id"], label)] = row
-        d = run.table("decisions", label).filter(
-            (pl.col("action") != "keep") & pl.col("case_id").is_in(list(wanted))
-        )
-        for row in d.iter_rows(named=True):
-            actions.setdefault((row["case_id"], label), {})[row["object_id"]] = row["action"]
-    committed = {(r["case_id"], r["policy"]): r["committed"] for r in todo.iter_rows(named=True)}
-    works: dict[str, Work] = {}
-    for row in todo.iter_rows(named=True):
-        key = (row["case_id"], row["policy"])
-        w = works.setdefault(row["session_id"], Work(row["session_id"], [], {}, actions, committed))
-        if not any(c["case_id"] == row["case_id"] for c in w.cases):
-            w.cases.append(case_rows[row["case_id"]])
-        w.views[key] = views[key]
-    return list(works.values()), skipped, deferred
+    case_rows = {
+        r["case_id"]: r
+        for r in cases.filter(pl.col("case_id").is_in(list(wanted))).iter_rows(named=True)
+    }
+    size = chunk_cases or int(run.manifest.get("chunk_size") or CHUNK_CASES)
+    chunks: list[Chunk] = []
+    for (sid,), group in todo.group_by("session_id", maintain_order=True):
+        work = Work(str(sid), [], [])
+        parts: dict[str, set[str]] = {}
+        seen: set[str] = set()
+        for case_id, policy, committed, part in group.select(
+            "case_id", "policy", "committed", "part"
+        ).iter_rows():
+            if case_id not in seen:
+                seen.add(case_id)
+                work.cases.append(case_rows[case_id])
+            work.pairs.append((case_id, policy, committed))
+            parts.setdefault(policy, set()).add(part)
+        chunk = chunks[-1] if chunks else None
+        if chunk is None or (
+            chunk.works and sum(len(w.cases) for w in chunk.works) + len(work.cases) > size
+        ):
+            chunk = Chunk([], {})
+            chunks.append(chunk)
+        chunk.works.append(work)
+        for policy, names in parts.items():
+            have = chunk.parts.setdefault(policy, [])
+            have.extend(sorted(names - set(have)))
+    return chunks, skipped, deferred
 
 
 def run_judge(
@@ -329,10 +468,12 @@ def run_judge(
     overrides: dict[str, str] | None = None,
     flush_every: int = 16,
     retry_unscored: bool = False,
+    chunk_cases: int | None = None,
 ) -> JudgeSummary:
     """Judge every (case, policy) of a run not judged yet by this judge; with
     ``retry_unscored``, also those unscored after a transient model failure, replacing their
-    rows."""
+    rows. ``chunk_cases``: about how many cases are judged together (default: the replay's
+    chunk size); the verdicts are the same for any value."""
     started = time.perf_counter()
     run = Run(run_path)
     remove_stale_temps(run.path)  # what killed writers left; never another live process's
@@ -351,14 +492,16 @@ def run_judge(
     folder = run.path / "verdicts" / slug(judge.label)
     redo = retryable_pairs(run.path, judge.label) if retry_unscored else None
     earlier = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
-    works, summary.skipped, summary.deferred = plan_work(run, judge.label, policies, limit, redo)
-    asked = {(p, c) for w in works for (c, p) in w.views}
+    chunks, summary.skipped, summary.deferred = plan_work(
+        run, judge.label, policies, limit, redo, chunk_cases
+    )
+    asked = {(p, c) for chunk in chunks for w in chunk.works for (c, p, _) in w.pairs}
     retried = (
         {(p, c) for p, c in redo.select("policy", "case_id").iter_rows()}
         if redo is not None
         else set()
     )
-    total = sum(len(w.views) for w in works)
+    total = sum(chunk.pairs for chunk in chunks)
     bar = tqdm(total=total, unit="verdict", desc=f"judge {judge.name}", disable=not progress)
 
     def record(rows: Iterable[dict[str, Any]]) -> None:
@@ -376,9 +519,9 @@ def run_judge(
 
     if total:
         if judge.concurrent:
-            _run_threaded(run, judge, works, record, flush_every)
+            _run_threaded(run, judge, chunks, record, flush_every)
         else:
-            _run_processes(run, judge, works, record, workers)
+            _run_processes(run, judge, chunks, record, workers)
     bar.close()
     judge.close()
     again = asked & retried
@@ -407,34 +550,41 @@ def retryable_pairs(run_path: Path, judge_label: str) -> pl.DataFrame:
 def _run_processes(
     run: Run,
     judge: Judge,
-    works: list[Work],
+    chunks: list[Chunk],
     record: Callable[[Iterable[dict[str, Any]]], None],
     workers: int,
 ) -> None:
+    """Chunks judged by worker processes, each started once with the judge and its corpus
+    state; a few chunks in flight at a time, each chunk's verdicts written when it is done."""
     state = corpus_state(run, judge)
     spec = judge.describe()
-    chunks: list[list[Work]] = []
-    size = 0
-    for w in works:
-        if not chunks or size >= 64:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(w)
-        size += len(w.views)
-    args = [(str(run.path), str(run.corpus.path), spec, state, c) for c in chunks]
+    args = (str(run.path), str(run.corpus.path))
     if workers > 1 and len(chunks) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for fut in as_completed([pool.submit(_judge_chunk, *a) for a in args]):
+        with ProcessPoolExecutor(
+            max_workers=workers, initializer=_start_worker, initargs=(spec, state)
+        ) as pool:
+            running: set[Future[list[dict[str, Any]]]] = set()
+            for chunk in chunks:
+                if len(running) >= 2 * workers:
+                    finished, running = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        record(fut.result())
+                running.add(pool.submit(_judge_chunk, *args, chunk))
+            for fut in as_completed(running):
                 record(fut.result())
     else:
-        for a in args:
-            record(_judge_chunk(*a))
+        _start_worker(spec, state)
+        try:
+            for chunk in chunks:
+                record(_judge_chunk(*args, chunk))
+        finally:
+            _WORKER_JUDGE.clear()
 
 
 def _run_threaded(
     run: Run,
     judge: Judge,
-    works: list[Work],
+    chunks: list[Chunk],
     record: Callable[[Iterable[dict[str, Any]]], None],
     flush_every: int,
 ) -> None:
@@ -444,8 +594,11 @@ def _run_threaded(
     name = run.path.name
     concurrency = int(getattr(judge.params, "concurrency", 4) or 4)
     pending: list[dict[str, Any]] = []
+    sessions = (
+        items for chunk in chunks for items in chunk_inputs(run.path, corpus, sidecar, chunk)
+    )
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        for items in session_inputs(corpus, sidecar, works):
+        for items in sessions:
             futures = {
                 pool.submit(judge_one, judge, item, problem): item for item, problem in items
             }

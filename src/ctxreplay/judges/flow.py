@@ -25,6 +25,7 @@ costs only the lookups of its used facts.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence, Set
@@ -94,6 +95,20 @@ class Use:
 
 
 @dataclass
+class _Told:
+    """What a future message that is not the agent's hands it (a tool result, the user's
+    words): its tokens and word runs, computed once per session, not once per case."""
+
+    tokens: frozenset[str]
+    grams: frozenset[str]
+
+    @classmethod
+    def of(cls, m: Message) -> _Told:
+        text = rendered(m)
+        return cls(frozenset(tokens(text)), frozenset(grams(pieces(text))))
+
+
+@dataclass
 class _Message:
     """What one prefix message holds, computed once per session."""
 
@@ -102,19 +117,28 @@ class _Message:
     facts: list[Fact]
     fields: list[Fact]  # the facts with a key
     rules: list[Fact]  # standing instructions in the user's words
-    by_token: dict[str, list[Fact]]
     tokens: frozenset[str]  # what it tells the agent
     text: str  # as the agent read it
     grams: frozenset[str]  # word runs, where copies are looked for
 
-    @classmethod
-    def of(cls, m: Message) -> _Message:
-        facts = message_facts(m)
+    @functools.cached_property
+    def by_token(self) -> dict[str, list[Fact]]:
+        """Its facts by token, built when a future first takes a token from this message:
+        most messages of a prefix are never looked into this way."""
         by_token: dict[str, list[Fact]] = {}
-        for f in facts:
+        for f in self.facts:
             for t in f.tokens:
                 by_token.setdefault(t, []).append(f)
+        return by_token
+
+    @classmethod
+    def of(cls, m: Message, heard: _Told | None = None) -> _Message:
+        """``heard``: the message's ``_Told``, when it is not the agent's and has one already
+        (it was in the future of an earlier case): what it tells is what it renders."""
+        facts = message_facts(m)
         text = rendered(m)
+        if heard is None:
+            heard = _Told(frozenset(tokens(told(m))), frozenset(grams(pieces(text))))
         return cls(
             m.role,
             any(p.type == "tool_call_response" for p in m.parts),
@@ -123,11 +147,49 @@ class _Message:
             [f for f in facts if f.kind == "sentence" and is_constraint(f.text)]
             if m.role == "user"
             else [],
-            by_token,
-            frozenset(tokens(told(m))),
+            heard.tokens,
             text,
-            frozenset(grams(pieces(text))),
+            heard.grams,
         )
+
+
+@dataclass
+class _Said:
+    """What a future agent message says and passes, tokenised once per session: the cases of
+    a session share most of their futures."""
+
+    prose: str
+    pairs: list[tuple[tuple[str, ...], str]]
+    seq: list[str]  # its tokens, in order
+    present: frozenset[str]
+    value_tokens: list[list[str]]  # the tokens of each pair's value
+    said: list[str]  # its pieces, where copies are looked for
+    said_grams: list[str]
+    text: str  # what rules are looked for in
+    phrases: dict[str, str | None]  # rule → the key phrase of it this message repeats
+
+    @classmethod
+    def of(cls, m: Message) -> _Said:
+        prose, pairs = agent_use(m)
+        text = prose + "\n" + "\n".join(v for _, v in pairs)
+        seq = tokens(text)
+        said = pieces(text)
+        return cls(
+            prose,
+            pairs,
+            seq,
+            frozenset(seq),
+            [tokens(value) for _, value in pairs],
+            said,
+            grams(said),
+            text,
+            {},
+        )
+
+    def phrase(self, rule: str) -> str | None:
+        if rule not in self.phrases:
+            self.phrases[rule] = shared_phrase(rule, self.text)
+        return self.phrases[rule]
 
 
 def agent_use(m: Message) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
@@ -189,8 +251,10 @@ class FlowJudge(Judge):
         super().__init__(params)
         self.weights = Weights(common=self.params.common_fraction)
         self._case: tuple[str, list[Use]] | None = None
-        # what a message holds does not change between the cases of a session
+        # what a message holds, tells or says does not change between the cases of a session
         self._messages: tuple[str, dict[int, tuple[Message, _Message]]] = ("", {})
+        self._future: dict[int, tuple[Message, _Told | _Said]] = {}
+        self._squash: dict[int, tuple[Message, str]] = {}
 
     # --- corpus-level weights ---------------------------------------------------------------
     def corpus_state(self, corpus: Any) -> dict[str, Any]:
@@ -212,6 +276,8 @@ class FlowJudge(Judge):
             return self._case[1]
         if self._messages[0] != item.session_id:
             self._messages = (item.session_id, {})
+            self._future = {}
+            self._squash = {}
         uses = self._uses(item.prefix, item.index, item.future)
         self._case = (item.case_id, uses)
         return uses
@@ -221,8 +287,31 @@ class FlowJudge(Judge):
         hit = cache.get(id(m))
         if hit is not None and hit[0] is m:
             return hit[1]
-        info = _Message.of(m)
+        heard = None
+        if m.role != "assistant":
+            said = self._told(m)
+            assert isinstance(said, _Told)
+            heard = said
+        info = _Message.of(m, heard)
         cache[id(m)] = (m, info)
+        return info
+
+    def _squashed(self, m: Message) -> str:
+        """A view message as looked into, whitespace removed: the views of a session share
+        most of their messages (the prefix's own objects), so each is squashed once."""
+        hit = self._squash.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        text = squash(rendered(m))
+        self._squash[id(m)] = (m, text)
+        return text
+
+    def _told(self, m: Message) -> _Told | _Said:
+        hit = self._future.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        info = _Said.of(m) if m.role == "assistant" else _Told.of(m)
+        self._future[id(m)] = (m, info)
         return info
 
     def _uses(
@@ -256,19 +345,17 @@ class FlowJudge(Judge):
         obtained: set[str] = set()
         obtained_grams: set[str] = set()
         for m in future:
-            if m.role != "assistant":
-                text = rendered(m)
-                obtained.update(tokens(text))
-                obtained_grams.update(grams(pieces(text)))
+            info_m = self._told(m)
+            if not isinstance(info_m, _Said):
+                obtained.update(info_m.tokens)
+                obtained_grams.update(info_m.grams)
                 continue
-            prose, pairs = agent_use(m)
-            seq = tokens(prose + "\n" + "\n".join(v for _, v in pairs))
-            present = set(seq)
+            pairs, seq, present = info_m.pairs, info_m.seq, info_m.present
             # 1. a field named by key and value (a call argument, a ``Key: value`` line): the
             # record that defines the entity (``line_id: L1002``), passing over incidental
             # mentions, unless an error about it came since
-            for key, value in pairs:
-                vt = frozenset(t for t in tokens(value) if w(t) > 0)
+            for (key, value), value_tokens in zip(pairs, info_m.value_tokens, strict=True):
+                vt = frozenset(t for t in value_tokens if w(t) > 0)
                 if not key or not vt or vt <= obtained:
                     continue
                 newest = True
@@ -367,7 +454,6 @@ class FlowJudge(Judge):
                         ):
                             use(i, fact, m, "whole", ", ".join(sorted(weighed)))
             # 5. spans copied verbatim (code into an edit, a quote), from their latest source
-            said = pieces(prose + "\n" + "\n".join(v for _, v in pairs))
 
             def copied_from(g: str) -> int | None:
                 if g in obtained_grams:
@@ -377,7 +463,7 @@ class FlowJudge(Judge):
                     None,
                 )
 
-            for pos, span in copied_runs(said, copied_from):
+            for pos, span in copied_runs(info_m.said, copied_from, found=info_m.said_grams):
                 i, info = sources[pos]
                 if len(squash(span)) < p.min_copy or squash(span) in always_sq:
                     continue
@@ -389,10 +475,9 @@ class FlowJudge(Judge):
                 fact = Fact("copy", span, (squash(span),), frozenset(tokens(span)))
                 use(i, fact, m, "copy", span[:80])
             # 6. a rule the user stated earlier that the future acts on (its key phrase again)
-            said_text = prose + "\n" + "\n".join(v for _, v in pairs)
             for i, info in order:
                 for fact in info.rules:
-                    phrase = shared_phrase(fact.text, said_text)
+                    phrase = info_m.phrase(fact.text)
                     if phrase and phrase not in always_text:
                         use(i, fact, m, "rule", phrase)
             # and a whole argument value given before (the same command run again)
@@ -418,7 +503,7 @@ class FlowJudge(Judge):
         at_seq: dict[int, str] = {}
         written: list[str] = []
         for m in item.view:
-            text = squash(rendered(m))
+            text = self._squashed(m)
             if m.flags:
                 written.append(text)
             else:
@@ -456,7 +541,7 @@ def _present(fact: Fact, at_source: str, written: str, view: str) -> bool:
     )
 
 
-def _named_together(fact: Fact, seq: list[str], present: set[str], window: int) -> bool:
+def _named_together(fact: Fact, seq: list[str], present: Set[str], window: int) -> bool:
     """The future names the field's key and its value within ``window`` tokens of each other."""
     if not set(fact.key) <= present or not fact.tokens <= present:
         return False

@@ -279,10 +279,13 @@ def constraints(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.findall(text) if is_constraint(s)]
 
 
+_WORD = re.compile(r"[\w./-]+")
+
+
 def key_terms(sentence: str) -> list[str]:
     """Distinctive terms of a constraint: content words and code-like tokens."""
     terms = []
-    for w in re.findall(r"[\w./-]+", sentence):
+    for w in _WORD.findall(sentence):
         w = w.strip(".-")
         if len(w) >= 4 and w.lower() not in STOPWORDS:
             terms.append(w)
@@ -291,21 +294,34 @@ def key_terms(sentence: str) -> list[str]:
 
 def shared_phrase(sentence: str, text: str) -> str | None:
     """The longest run of 2+ consecutive key words of ``sentence`` that ``text`` repeats, or a single
-    code-like term (path, identifier) it repeats — evidence that ``text`` acts on the constraint."""
-    words = re.findall(r"[\w./-]+", sentence)
-    best: str | None = None
+    code-like term (path, identifier) it repeats — evidence that ``text`` acts on the constraint.
+
+    Ties go to the earliest run. A run that ``text`` repeats has every shorter run from the same
+    first word repeated too (a prefix of a substring is one), so the longest run from each word
+    is found by extending it until ``text`` no longer holds it: a few substring searches per word
+    where trying every (start, end) pair took a quadratic number (issue 15).
+    """
+    words = _WORD.findall(sentence)
+    n = len(words)
     lowered = text.lower()
-    for i in range(len(words)):
-        for j in range(len(words), i + 1, -1):
-            phrase = " ".join(words[i:j])
-            content = [w for w in words[i:j] if w.lower() not in STOPWORDS and len(w) >= 3]
-            if (
-                len(content) >= 2
-                and phrase.lower() in lowered
-                and (best is None or len(phrase) > len(best))
-            ):
+    content = [w.lower() not in STOPWORDS and len(w) >= 3 for w in words]
+    # content words from i to the end: a run needs two, so later starts can be skipped
+    after = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        after[i] = after[i + 1] + content[i]
+    best: str | None = None
+    end = 0  # the longest run from the previous word ends here: from this word it reaches as far
+    for i in range(n - 1):
+        if after[i] < 2:
+            break
+        end = max(end, i)
+        while end < n and " ".join(words[i : end + 1]).lower() in lowered:
+            end += 1
+        # words[i:end] is the longest run from word i that ``text`` repeats
+        if end - i >= 2 and sum(content[i:end]) >= 2:
+            phrase = " ".join(words[i:end])
+            if best is None or len(phrase) > len(best):
                 best = phrase
-                break
     if best:
         return best
     for t in key_terms(sentence):

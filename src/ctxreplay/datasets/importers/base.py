@@ -14,18 +14,21 @@ reject or a counted skip.
 Reading is tolerant: JSON nested deeper than ``MAX_JSON_DEPTH`` and strings holding bytes that
 are not UTF-8 reject their record; a top-level array is read element by element past a malformed
 element (the malformed stretch becomes one reject, its bytes kept); UTF-16/32 files are decoded.
+Reading streams: JSONL line by line and top-level arrays element by element, so memory follows the
+largest record, not the file (UTF-16/32 files and one-document formats are read whole).
 """
 
 from __future__ import annotations
 
+import codecs
+import hashlib
 import json
 import math
 import typing
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 from ...registry import Registry
 from ..messages import Part, Session
@@ -47,14 +50,49 @@ def sub_record(index: int, value: Any, line: int | None = None) -> Record:
     return Record(index, value, raw, line)
 
 
-@dataclass(slots=True)
 class Record:
-    """One JSON record of a file: a JSONL line, an element of a top-level array, or the document."""
+    """One JSON record of a file: a JSONL line, an element of a top-level array, or the document.
 
-    index: int
-    value: Any
-    raw: bytes
-    line: int | None = None
+    ``raw`` is the record's exact bytes. A line streamed from a JSONL file keeps only where its
+    bytes are (``where``: file, offset, length) and reads them back when asked, for a reject: a
+    long line is not held twice, as bytes and as its parsed value, while it becomes a session.
+    """
+
+    __slots__ = ("_raw", "_where", "index", "line", "value")
+
+    def __init__(
+        self,
+        index: int,
+        value: Any,
+        raw: bytes = b"",
+        line: int | None = None,
+        *,
+        where: tuple[Path, int, int] | None = None,
+    ) -> None:
+        self.index = index
+        self.value = value
+        self.line = line
+        self._raw = raw
+        self._where = where
+
+    @property
+    def raw(self) -> bytes:
+        if self._where is None:
+            return self._raw
+        path, offset, size = self._where
+        try:
+            with path.open("rb") as f:
+                f.seek(offset)
+                return f.read(size)
+        except OSError:
+            return b""
+
+    @raw.setter
+    def raw(self, raw: bytes) -> None:
+        self._raw, self._where = raw, None
+
+    def __repr__(self) -> str:
+        return f"Record(index={self.index!r}, value={self.value!r}, line={self.line!r})"
 
 
 def exception_reason(e: BaseException) -> tuple[str, str]:
@@ -179,6 +217,27 @@ importers: Registry[type[Importer]] = Registry(
 
 
 # --- reading JSON tolerantly ---------------------------------------------------------------
+#
+# Files are read as a stream: JSONL line by line, a top-level array element by element through a
+# window of decoded text that slides forward, so memory follows the largest record, not the file.
+# Positions, line numbers, parse errors and raw bytes are those of the whole text. UTF-16/32 files
+# (rare) and single-document files are read whole.
+
+#: bytes read from a file at a time
+BLOCK_BYTES = 1 << 20
+#: a parse error this close to the end of the text read so far may come from the cut, not the data
+_NEAR_END = 16
+_SPACE = " \t\r\n"
+_WIDE_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read block by block (trace files can be larger than memory)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(BLOCK_BYTES):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_text(path: Path) -> tuple[bytes, str]:
@@ -248,7 +307,7 @@ def loads(text: str) -> Any:
         ) from None
 
 
-def _parse_failure(e: Exception, truncated: bool) -> tuple[str, str]:
+def _parse_failure(e: BaseException, truncated: bool) -> tuple[str, str]:
     if isinstance(e, RecordError | RecursionError):
         return "nesting_too_deep", f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
     if truncated:
@@ -256,39 +315,331 @@ def _parse_failure(e: Exception, truncated: bool) -> tuple[str, str]:
     return "invalid_json", clip(f"not JSON: {e}")
 
 
+def _utf8() -> codecs.IncrementalDecoder:
+    """A UTF-8 decoder for text read block by block; undecodable bytes become surrogates."""
+    return codecs.getincrementaldecoder("utf-8")("surrogateescape")
+
+
+def _is_wide(head: bytes) -> bool:
+    """Whether ``decode_bytes`` may read a file starting with ``head`` as UTF-16/32."""
+    if head.startswith(codecs.BOM_UTF8):
+        return False
+    if head.startswith(_WIDE_BOMS):
+        return True
+    return len(head) >= 4 and (
+        bool(head[0] and not head[1] and not head[3] and head[2])
+        or bool(not head[0] and head[1] and not head[2] and head[3])
+    )
+
+
+def _lines(f: BinaryIO) -> Iterator[tuple[bytes, bool, int]]:
+    """The lines of a binary file from where it stands, without their ``\\n``, each with whether
+    the file ends in it without a newline (only the last line can) and its offset. A line is
+    built once, from the blocks it spans, and not referenced here once handed out."""
+    pieces: list[bytes] = []
+    at = f.tell()
+    while block := f.read(BLOCK_BYTES):
+        start = 0
+        while (newline := block.find(b"\n", start)) >= 0:
+            held = sum(len(p) for p in pieces)
+            if pieces:
+                pieces.append(block[start:newline])
+                pieces = [b"".join(pieces)]
+                yield pieces.pop(), False, at
+            else:
+                yield block[start:newline], False, at
+            at += held + newline - start + 1
+            start = newline + 1
+        if start < len(block):
+            pieces.append(block[start:] if start else block)
+    if pieces:
+        pieces = [b"".join(pieces)]
+        yield pieces.pop(), True, at
+
+
+def _leading_space(f: BinaryIO) -> str | None:
+    """The whitespace the text starts with from where ``f`` stands (``str.lstrip``'s), or None
+    when there is nothing else."""
+    decoder = _utf8()
+    space: list[str] = []
+    while True:
+        block = f.read(BLOCK_BYTES)
+        text = decoder.decode(block, final=not block)
+        stripped = text.lstrip()
+        if stripped:
+            space.append(text[: len(text) - len(stripped)])
+            return "".join(space)
+        if not block:
+            return None
+        space.append(text)
+
+
+def _any_content(f: BinaryIO) -> bool:
+    """Whether the text from where ``f`` stands holds anything but whitespace."""
+    decoder = _utf8()
+    while True:
+        block = f.read(BLOCK_BYTES)
+        text = decoder.decode(block, final=not block)
+        if text and not text.isspace():
+            return True
+        if not block:
+            return False
+
+
+def _looks_like_jsonl(f: BinaryIO, at: int) -> bool:
+    """``sniffing.looks_like_jsonl`` of the text from byte ``at`` on. The first line is found
+    block by block and parsed only when text follows it: a compact array on one line is never
+    held whole."""
+    f.seek(at)
+    length = 0
+    while True:
+        block = f.read(BLOCK_BYTES)
+        if not block:
+            return False  # one line: not JSONL
+        newline = block.find(b"\n")
+        if newline >= 0:
+            length += newline
+            break
+        length += len(block)
+    f.seek(at + length + 1)
+    if not _any_content(f):
+        return False
+    f.seek(at)
+    try:
+        json.loads(f.read(length).decode("utf-8", "surrogateescape"))
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def iter_records(path: Path, fmt: str, check_utf8: bool = True) -> Iterator[Record | Reject]:
+    """Records of a JSON or JSONL file: lines, top-level array elements, or the whole document.
+
+    JSONL and arrays are streamed (UTF-8 files; UTF-16/32 ones are decoded whole). Text after the
+    closing bracket of a top-level array is rejected (``invalid_json``), not dropped.
+    """
+    try:
+        f = path.open("rb")
+    except OSError as e:
+        yield Reject(str(path), "unreadable_file", str(e), b"", fmt)
+        return
+    with f:
+        try:
+            head = f.read(4)
+            if _is_wide(head):
+                data = head + f.read()
+                yield from _text_records(path, fmt, data, decode_bytes(data), check_utf8)
+                return
+            offset = len(codecs.BOM_UTF8) if head.startswith(codecs.BOM_UTF8) else 0
+            f.seek(offset)
+            space = _leading_space(f)
+        except OSError as e:
+            yield Reject(str(path), "unreadable_file", str(e), b"", fmt)
+            return
+        if space is None:
+            f.seek(0)
+            yield Reject(str(path), "empty_session", "the file is empty", f.read(), fmt)
+            return
+        at = offset + len(space.encode("utf-8", "surrogateescape"))
+        if path.suffix == ".jsonl" or _looks_like_jsonl(f, at):
+            f.seek(offset)
+            yield from _jsonl_records(_lines(f), path, fmt, check_utf8)
+            return
+        f.seek(at)
+        if f.read(1) == b"[":
+            f.seek(offset)
+            yield from _array_records(_Window(source=f), len(space), path, fmt, check_utf8)
+            return
+    try:
+        data, text = read_text(path)
+    except OSError as e:
+        yield Reject(str(path), "unreadable_file", str(e), b"", fmt)
+        return
+    yield _document(path, fmt, data, text, check_utf8)
+
+
+def _text_records(
+    path: Path, fmt: str, data: bytes, text: str, check_utf8: bool
+) -> Iterator[Record | Reject]:
+    """``iter_records`` of a file decoded whole (UTF-16/32)."""
+    stripped = text.lstrip()
+    if not stripped:
+        yield Reject(str(path), "empty_session", "the file is empty", data, fmt)
+        return
+    if path.suffix == ".jsonl" or looks_like_jsonl(stripped):
+        lines = text.split("\n")
+        last = len(lines) - 1
+        yield from _jsonl_records(
+            ((line, i == last, None) for i, line in enumerate(lines)), path, fmt, check_utf8
+        )
+        return
+    if stripped[0] == "[":
+        yield from _array_records(_Window(text), len(text) - len(stripped), path, fmt, check_utf8)
+        return
+    yield _document(path, fmt, data, text, check_utf8)
+
+
 def iter_jsonl(path: Path, fmt: str, check_utf8: bool = True) -> Iterator[Record | Reject]:
-    _data, text = read_text(path)
-    lines = text.split("\n")
-    ends_cleanly = text.endswith("\n")
-    index = 0
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    """The lines of a JSONL file as records, read line by line."""
+    try:
+        f = path.open("rb")
+    except OSError as e:
+        yield Reject(str(path), "unreadable_file", str(e), b"", fmt)
+        return
+    with f:
+        if f.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
+            f.seek(0)
+        yield from _jsonl_records(_lines(f), path, fmt, check_utf8)
+
+
+def _jsonl_records(
+    lines: Iterable[tuple[bytes | str, bool, int | None]],
+    path: Path,
+    fmt: str,
+    check_utf8: bool,
+) -> Iterator[Record | Reject]:
+    """Records of JSONL lines: bytes as read with their offset in the file, or text of a file
+    decoded whole; each with whether the file ends in it without a newline (then a parse failure
+    is ``truncated``). Of a long line, only its parsed value is held while it is used."""
+    index = number = 0
+    for line, cut, at in lines:  # not ``enumerate``: its cached tuple would hold the line
+        number += 1
+        if isinstance(line, bytes):
+            size, text = len(line), line.decode("utf-8", "surrogateescape")
+            del line  # the bytes can be read again from the file, if the record is rejected
+        else:
+            size, text = -1, line
+        if not text or text.isspace():
             continue
         try:
-            value = loads(line)
+            value = loads(text)
         except (ValueError, RecordError) as e:
-            last = number == len(lines) and not ends_cleanly
-            reason, detail = _parse_failure(e, last)
-            yield Reject(str(path), reason, detail, _raw(line), fmt, index, number, None, "$")
+            reason, detail = _parse_failure(e, cut)
+            item: Record | Reject = Reject(
+                str(path), reason, detail, _raw(text), fmt, index, number, None, "$"
+            )
         else:
-            yield _checked(Record(index, value, _raw(line), number), fmt, path, check_utf8)
+            if at is None:
+                record = Record(index, value, _raw(text), number)
+            else:
+                record = Record(index, value, line=number, where=(path, at, size))
+            item = _checked(record, fmt, path, check_utf8)
+            del value, record
+        text = ""
+        yield item
+        del item
         index += 1
 
 
-class _Lines:
-    """Line numbers of positions in a text, counted forward incrementally."""
+class _Window:
+    """Text of a file decoded as it is read, seen from a position that only moves forward: text
+    before the element being read is dropped, so a long array costs one element's memory.
+    Positions are relative to the window; ``base``, ``line`` and ``column`` place it in the file,
+    so line numbers and parse errors read as they would on the whole text."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str = "", source: BinaryIO | None = None) -> None:
         self.text = text
-        self.pos = 0
-        self.line = 1
+        self.source = source
+        self.decoder = _utf8()
+        self.eof = source is None
+        self.base = 0  # characters of the file before the window
+        self.line = 1  # line number at the window's start
+        self.column = 0  # characters between the last newline before the window and its start
+        self._cursor = 0
+        self._cursor_line = 1
 
-    def at(self, pos: int) -> int:
-        if pos < self.pos:
-            self.pos, self.line = 0, 1
-        self.line += self.text.count("\n", self.pos, pos)
-        self.pos = pos
-        return self.line
+    def extend(self, at_least: int = BLOCK_BYTES) -> bool:
+        """Read at least ``at_least`` more bytes (fewer at the end); False at the end."""
+        if self.eof or self.source is None:
+            return False
+        parts, got = [self.text], 0
+        while got < at_least:
+            block = self.source.read(max(BLOCK_BYTES, at_least - got))
+            parts.append(self.decoder.decode(block, final=not block))
+            if not block:
+                self.eof = True
+                break
+            got += len(block)
+        self.text = "".join(parts)
+        return True
+
+    def has(self, pos: int) -> bool:
+        """Whether the file has text at ``pos``, reading on as needed."""
+        while pos >= len(self.text):
+            if not self.extend():
+                return False
+        return True
+
+    def skip(self, pos: int, chars: str) -> int:
+        """The first position at or after ``pos`` not in ``chars`` (the end at the end)."""
+        while True:
+            n = len(self.text)
+            while pos < n and self.text[pos] in chars:
+                pos += 1
+            if pos < n or not self.extend():
+                return pos
+
+    def slide(self, pos: int) -> int:
+        """Drop the text before ``pos`` once there is enough of it; how far positions moved."""
+        if self.source is None or pos < BLOCK_BYTES:
+            return 0
+        line = self.line_at(pos)
+        newline = self.text.rfind("\n", 0, pos)
+        self.column = pos - newline - 1 if newline >= 0 else self.column + pos
+        self.line, self.base = line, self.base + pos
+        self.text = self.text[pos:]
+        self._cursor, self._cursor_line = 0, line
+        return pos
+
+    def line_at(self, pos: int) -> int:
+        """Line number of position ``pos``, counted forward incrementally."""
+        if pos < self._cursor:
+            self._cursor, self._cursor_line = 0, self.line
+        self._cursor_line += self.text.count("\n", self._cursor, pos)
+        self._cursor = pos
+        return self._cursor_line
+
+    def parse(self, pos: int) -> tuple[Any, int] | BaseException:
+        """``raw_decode`` at ``pos``, reading on while the end of the text read so far could
+        be why it failed (or where a number might go on); the failure as it would read on the
+        whole text."""
+        while True:
+            try:
+                value, stop = _decoder.raw_decode(self.text, pos)
+            except (ValueError, RecursionError) as e:
+                if not self.eof and _maybe_cut(e, len(self.text)):
+                    self.extend(max(BLOCK_BYTES, len(self.text) - pos))
+                    continue
+                return self.absolute(e)
+            near_end = stop + _NEAR_END >= len(self.text)
+            if near_end and not self.eof and type(value) in (int, float):
+                self.extend(max(BLOCK_BYTES, len(self.text) - pos))
+                continue
+            return value, stop
+
+    def region_end(self, pos: int, template: Any) -> int:
+        """``_resync`` at ``pos``, with as much text read as it looks at."""
+        while True:
+            found = _balanced_end(self.text, pos)
+            if found is not None or not self.extend(max(BLOCK_BYTES, len(self.text) - pos)):
+                return _resync(self.text, pos, template, found)
+
+    def absolute(self, e: BaseException) -> BaseException:
+        """A JSON error with the line, column and position it has in the whole text."""
+        if self.base == 0 or not isinstance(e, json.JSONDecodeError):
+            return e
+        line = self.line + e.lineno - 1
+        column = e.colno + self.column if e.lineno == 1 else e.colno
+        return ValueError(f"{e.msg}: line {line} column {column} (char {self.base + e.pos})")
+
+
+def _maybe_cut(e: BaseException, end: int) -> bool:
+    """Whether a parse failure may come from the text read so far ending, not from the data:
+    the decoder stopped within a few characters of the end (a number, literal or escape cut) or
+    found no closing quote."""
+    if not isinstance(e, json.JSONDecodeError):
+        return False
+    return e.pos + _NEAR_END >= end or e.msg.startswith("Unterminated string")
 
 
 def iter_json_array(
@@ -300,7 +651,48 @@ def iter_json_array(
     check_utf8: bool = True,
     end: list[int] | None = None,
 ) -> Iterator[Record | Reject]:
-    """Elements of the array opening at ``text[start] == '['``.
+    """Elements of the array opening at ``text[start] == '['`` (see ``_array_items``)."""
+    yield from _array_items(_Window(text), start, path, fmt, key_path, check_utf8, end)
+
+
+def _array_records(
+    window: _Window, start: int, path: Path, fmt: str, check_utf8: bool
+) -> Iterator[Record | Reject]:
+    """Elements of a top-level array, then a reject for any text after its closing bracket."""
+    end: list[int] = []
+    count = 0
+    for item in _array_items(window, start, path, fmt, "$", check_utf8, end):
+        count += 1
+        yield item
+    if not end:
+        return
+    while window.extend(max(BLOCK_BYTES, len(window.text))):
+        pass  # what follows the array is kept whole (it is one reject)
+    rest = window.text[end[0] :]
+    if rest and not rest.isspace():
+        yield Reject(
+            str(path),
+            "invalid_json",
+            f"{len(rest.strip()):,} characters after the end of the array",
+            _raw(rest),
+            fmt,
+            count,
+            window.line_at(end[0]),
+            None,
+            "$",
+        )
+
+
+def _array_items(
+    window: _Window,
+    start: int,
+    path: Path,
+    fmt: str,
+    key_path: str = "$",
+    check_utf8: bool = True,
+    end: list[int] | None = None,
+) -> Iterator[Record | Reject]:
+    """Elements of the array opening at ``window.text[start] == '['``.
 
     A malformed element does not end the array: the stretch up to where the next element starts
     (found by bracket balance, else by the next value shaped like the elements before) becomes
@@ -310,13 +702,10 @@ def iter_json_array(
     """
     pos = start + 1
     index = 0
-    n = len(text)
-    lines = _Lines(text)
     template: Any = None
     while True:
-        while pos < n and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= n:
+        pos = window.skip(pos, _SPACE + ",")
+        if pos >= len(window.text):
             yield Reject(
                 str(path),
                 "truncated",
@@ -324,44 +713,50 @@ def iter_json_array(
                 b"",
                 fmt,
                 index,
-                lines.at(pos),
+                window.line_at(pos),
                 None,
                 f"{key_path}[{index}]",
             )
             return
-        if text[pos] == "]":
+        if window.text[pos] == "]":
             if end is not None:
                 end.append(pos + 1)
             return
-        try:
-            value, stop = _decoder.raw_decode(text, pos)
-        except (ValueError, RecursionError) as e:
-            region_end = _resync(text, pos, template)
-            truncated = region_end >= n and _looks_truncated(text, pos)
-            reason, detail = _parse_failure(e, truncated)
-            if region_end < n:
+        pos -= window.slide(pos)
+        parsed = window.parse(pos)
+        if isinstance(parsed, BaseException):
+            region_end = window.region_end(pos, template)
+            at_end = not window.has(region_end)
+            truncated = at_end and _looks_truncated(window.text, pos)
+            reason, detail = _parse_failure(parsed, truncated)
+            if not at_end:
                 detail += " (reading goes on with the next element)"
             yield Reject(
                 str(path),
                 reason,
                 detail,
-                _raw(text[pos:region_end]),
+                _raw(window.text[pos:region_end]),
                 fmt,
                 index,
-                lines.at(pos),
+                window.line_at(pos),
                 None,
                 f"{key_path}[{index}]",
             )
             index += 1
-            if region_end >= n:
+            if at_end:
                 return
             pos = region_end
             continue
+        value, stop = parsed
+        del parsed
         if template is None:
             template = value
-        yield _checked(
-            Record(index, value, _raw(text[pos:stop]), lines.at(pos)), fmt, path, check_utf8
-        )
+        record = Record(index, value, _raw(window.text[pos:stop]), window.line_at(pos))
+        del value
+        item = _checked(record, fmt, path, check_utf8)
+        del record
+        yield item
+        del item
         index += 1
         pos = stop
 
@@ -394,9 +789,11 @@ def _balanced_end(text: str, pos: int) -> int | None:
     return None
 
 
-def _resync(text: str, pos: int, template: Any) -> int:
-    """Where reading can go on after a malformed array element starting at ``pos``."""
-    found = _balanced_end(text, pos)
+def _resync(text: str, pos: int, template: Any, found: int | None = None) -> int:
+    """Where reading can go on after a malformed array element starting at ``pos`` (``found``:
+    ``_balanced_end(text, pos)`` when already known)."""
+    if found is None:
+        found = _balanced_end(text, pos)
     if found is not None and found > pos:
         return found
     # The brackets never balance (a lost bracket or quote): the next value shaped like the
@@ -457,48 +854,6 @@ def _looks_truncated(text: str, pos: int) -> bool:
             if depth < 0:
                 return False
     return depth > 0 or in_string
-
-
-def iter_records(path: Path, fmt: str, check_utf8: bool = True) -> Iterator[Record | Reject]:
-    """Records of a JSON or JSONL file: lines, top-level array elements, or the whole document.
-
-    Text after the closing bracket of a top-level array is rejected (``invalid_json``), not
-    dropped.
-    """
-    try:
-        data, text = read_text(path)
-    except OSError as e:
-        yield Reject(str(path), "unreadable_file", str(e), b"", fmt)
-        return
-    stripped = text.lstrip()
-    if not stripped:
-        yield Reject(str(path), "empty_session", "the file is empty", data, fmt)
-        return
-    if path.suffix == ".jsonl" or looks_like_jsonl(stripped):
-        yield from iter_jsonl(path, fmt, check_utf8)
-        return
-    start = len(text) - len(stripped)
-    if stripped[0] == "[":
-        end: list[int] = []
-        count = 0
-        for item in iter_json_array(text, start, path, fmt, check_utf8=check_utf8, end=end):
-            count += 1
-            yield item
-        if end and text[end[0] :].strip():
-            rest = text[end[0] :]
-            yield Reject(
-                str(path),
-                "invalid_json",
-                f"{len(rest.strip()):,} characters after the end of the array",
-                _raw(rest),
-                fmt,
-                count,
-                text.count("\n", 0, end[0]) + 1,
-                None,
-                "$",
-            )
-        return
-    yield _document(path, fmt, data, text, check_utf8)
 
 
 def whole_document(path: Path, fmt: str, check_utf8: bool = True) -> Record | Reject:

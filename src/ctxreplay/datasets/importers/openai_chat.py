@@ -15,7 +15,6 @@ the same ids.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +28,7 @@ from .base import (
     Record,
     content_parts,
     expect,
+    file_sha256,
     importers,
     iter_records,
     require,
@@ -233,7 +233,7 @@ def sniff_openai(sample: Sample) -> float:
 
 def file_digest(path: Path) -> str:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        return file_sha256(path)[:16]  # read block by block: a trace file can be large
     except OSError:  # reading will reject the file
         return "unreadable"
 
