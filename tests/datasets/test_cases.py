@@ -126,7 +126,7 @@ def test_cases_are_the_same_however_the_corpus_files_are_split(tmp_path) -> None
     sessions = [s.session for s in iter_sessions(12, 5, None)]
     frames = []
     for name, flush in (("whole", 1_000_000), ("split", 1)):
-        w = CorpusWriter(tmp_path / name, get_tokenizer(), flush_messages=flush)
+        w = CorpusWriter(tmp_path / name, get_tokenizer(), flush_messages=flush, compact=False)
         for s in sessions:
             w.add(s)
         w.close([])

@@ -67,8 +67,8 @@ def test_a_tiny_chunk_writes_the_same_corpus_row_for_row(
     assert whole.sessions == tiny.sessions > 20 and whole.rejects == tiny.rejects > 5
     assert len(parquet_files(tmp_path / "whole", "messages")) == 1
     parts = parquet_files(tmp_path / "tiny", "messages")
-    assert len(parts) > 10  # many flushes
-    assert sum(pq.ParquetFile(p).metadata.num_row_groups for p in parts) > len(parts)
+    assert len(parts) == 1  # many flushes, merged into one part per bucket when closed
+    assert pq.ParquetFile(parts[0]).metadata.num_row_groups > 10
     assert tables(Corpus(tmp_path / "whole")) == tables(Corpus(tmp_path / "tiny"))
     manifests = [Corpus(tmp_path / n).manifest for n in ("whole", "tiny")]
     assert manifests[0]["counts"] == manifests[1]["counts"]
@@ -81,7 +81,8 @@ def test_chunk_size_is_a_cli_option(traces: list[Path], tmp_path: Path) -> None:
         ["import", str(traces[0]), "-o", str(tmp_path / "c"), "--quiet", "--chunk-mb", "0.01"],
     )
     assert result.exit_code == 0, result.output
-    assert len(parquet_files(tmp_path / "c", "messages")) > 10
+    (part,) = parquet_files(tmp_path / "c", "messages")
+    assert pq.ParquetFile(part).metadata.num_row_groups > 10  # row groups follow the chunk
 
 
 def test_parts_are_sorted_by_session_in_row_groups_of_narrow_ranges(
@@ -260,7 +261,86 @@ def test_the_token_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     writer = CorpusWriter(tmp_path / "c", get_tokenizer())
     for i in range(20):
         writer.count_tokens([Message("tool", (Part.text(f"{i} " + "w " * 1000),))])
-        assert writer._token_cache_chars <= 10_000
+        assert writer._token_cache.chars <= 10_000
     repeated = [Message("user", (Part.text("w " * 1000),))] * 2
     assert writer.count_tokens(repeated) == [get_tokenizer().count("w " * 1000)] * 2
     writer.abort()
+
+
+def test_reading_every_session_streams_a_bucket_s_files_merged_in_id_order(
+    traces: list[Path], tmp_path: Path
+) -> None:
+    """The whole corpus read with no ids: the same sessions, in (bucket, id) order, whether the
+    corpus is one file or many files of many row groups, and from parts an older writer left
+    unsorted (read whole and sorted)."""
+    many = many_row_groups(traces, tmp_path / "many")
+    one = import_paths(traces[:1], tmp_path / "one", progress=False, buckets=3)
+    assert one.sessions > 20
+    order = sorted(
+        many.sessions()["session_id"].to_list(), key=lambda s: (bucket_of(s, many.buckets), s)
+    )
+    many.rows_read = 0
+    got = list(many.iter_sessions())
+    assert [sid for sid, _ in got] == order
+    assert got == list(Corpus(tmp_path / "one").iter_sessions())
+    assert many.rows_read == many.manifest["counts"]["messages"]
+    # an unsorted part without sorting metadata, as written before parts were sorted
+    for part in parquet_files(tmp_path / "many", "messages"):
+        table = pq.read_table(part)
+        pq.write_table(table.take(list(reversed(range(table.num_rows)))), part)
+        assert not pq.ParquetFile(part).metadata.row_group(0).sorting_columns
+    assert list(Corpus(tmp_path / "many").iter_sessions()) == got
+
+
+def test_count_cache_is_bounded_in_characters_and_counts_exactly() -> None:
+    """The replay's and judge's memoised counter: the least recently used texts go first once
+    the characters kept pass the budget; a text too long to keep is still counted."""
+    from ctxreplay.datasets.tokenizer import CountCache
+
+    tok = get_tokenizer()
+    cache = CountCache(tok, max_chars=1000)
+    texts = [f"text {i} " + "x" * 233 for i in range(5)]  # 240 characters each
+    for t in texts:
+        assert cache(t) == tok.count(t)
+    assert cache.chars == 960 and len(cache) == 4  # the first went to make room for the fifth
+    assert cache.get(texts[0]) is None and cache.get(texts[4]) == tok.count(texts[4])
+    cache(texts[1])  # used: now the most recent, so texts[2] is the oldest
+    cache("y" * 239)
+    assert cache.get(texts[2]) is None and cache.get(texts[1]) == tok.count(texts[1])
+    long = "z " * 400
+    assert cache(long) == tok.count(long) and cache.get(long) is None
+
+
+def test_closing_merges_each_bucket_s_parts_into_one_sorted_part(tmp_path: Path) -> None:
+    """Many flushes leave many parts per bucket; merged (a few at a time, over several rounds
+    here) they make one sorted part per bucket with the same rows and the same sessions."""
+    import shutil
+
+    from ctxreplay.datasets import store
+    from ctxreplay.datasets.synth import iter_sessions
+
+    sessions = [s.session for s in iter_sessions(30, 11, None)]
+    for name in ("split", "merged"):
+        writer = CorpusWriter(
+            tmp_path / name, get_tokenizer(), buckets=2, flush_messages=40, compact=False
+        )
+        for s in sessions:
+            writer.add(s)
+        writer.close([])
+    split = Corpus(tmp_path / "split")
+    for table in ("sessions", "messages"):
+        for folder in sorted((tmp_path / "merged" / table).glob("bucket=*")):
+            assert len(list(folder.glob("*.parquet"))) > 8
+            store.compact_bucket(folder, store._SCHEMAS[table], 20_000, fan_in=3)
+            (part,) = folder.glob("*.parquet")
+            assert part.name == "part-00000.parquet"
+            keys = [(r["session_id"], r.get("seq", 0)) for r in pq.read_table(part).to_pylist()]
+            assert keys == sorted(keys)
+            if table == "messages":
+                assert pq.ParquetFile(part).metadata.num_row_groups > 1
+    merged = Corpus(tmp_path / "merged")
+    assert tables(merged) == tables(split)
+    assert list(merged.iter_sessions()) == list(split.iter_sessions())
+    ids = split.sessions()["session_id"].to_list()[::7]
+    assert list(merged.iter_sessions(ids)) == list(split.iter_sessions(ids))
+    shutil.rmtree(tmp_path / "split")

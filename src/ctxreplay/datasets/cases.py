@@ -31,12 +31,13 @@ from typing import Any, Literal
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import CtxreplayError
 from ..schema import CASES
 from .messages import Message
-from .store import REMAKE, Corpus, DamagedCorpusError, frame_of
+from .store import REMAKE, Corpus, DamagedCorpusError, frame_of, sorted_by_session
 from .validate import FLAG_COMPACTION_SUMMARY
 
 
@@ -181,28 +182,61 @@ def session_shapes(corpus: Corpus) -> Iterator[SessionShape]:
     seen: set[str] = set()
     for path in sorted((corpus.path / "messages").rglob("*.parquet")):
         try:
-            table = pq.ParquetFile(path).read(columns=SHAPE_COLUMNS)
+            for table in _shape_tables(pq.ParquetFile(path)):
+                for (sid,), group in _shape_frame(table).group_by(
+                    "session_id", maintain_order=True
+                ):
+                    if sid in seen:
+                        raise DamagedCorpusError(
+                            f"session {sid} has messages in more than one file of {corpus.path}; "
+                            f"{REMAKE}"
+                        )
+                    seen.add(str(sid))
+                    yield _shape(str(sid), group)
         except (OSError, pa.ArrowException) as e:
             raise DamagedCorpusError(f"{path} is damaged ({e}); {REMAKE}") from None
-        frame = frame_of(table).filter(pl.col("visible")).sort(["session_id", "seq"])
-        types = pl.col("parts").list.eval(pl.element().struct.field("type"))
-        frame = frame.with_columns(
-            user_turn=(pl.col("role") == "user")
-            & types.list.eval(pl.element().is_in(["text", "blob", "uri", "file"])).list.any(),
-            response_ids=pl.col("parts").list.eval(
-                pl.element()
-                .filter(pl.element().struct.field("type") == "tool_call_response")
-                .struct.field("id")
-            ),
-            compaction=pl.col("flags").fill_null([]).list.contains(FLAG_COMPACTION_SUMMARY),
-        ).drop("parts", "flags")
-        for (sid,), group in frame.group_by("session_id", maintain_order=True):
-            if sid in seen:
-                raise DamagedCorpusError(
-                    f"session {sid} has messages in more than one file of {corpus.path}; {REMAKE}"
-                )
-            seen.add(str(sid))
-            yield _shape(str(sid), group)
+
+
+#: rows of shape columns read at a time, and cases held as Python rows before they become Arrow
+SHAPE_ROWS = 4096
+CASE_ROWS = 1024
+
+
+def _shape_tables(file: pq.ParquetFile) -> Iterator[pa.Table]:
+    """A message part's shape columns in pieces of whole sessions, a few thousand rows at a
+    time from a part sorted by session (the rows of the last session of a piece wait for the
+    next), or the whole file from an older unsorted part."""
+    if not sorted_by_session(file):
+        yield file.read(columns=SHAPE_COLUMNS)
+        return
+    carry: pa.Table | None = None
+    for batch in file.iter_batches(batch_size=SHAPE_ROWS, columns=SHAPE_COLUMNS):
+        table = pa.Table.from_batches([batch])
+        if carry is not None:
+            table = pa.concat_tables([carry, table])
+        ids = table["session_id"]
+        last = pc.index(ids, ids[-1]).as_py()  # the last session's rows are together at the end
+        if last:
+            yield table.slice(0, last)
+        carry = table.slice(last)
+    if carry is not None and carry.num_rows:
+        yield carry
+
+
+def _shape_frame(table: pa.Table) -> pl.DataFrame:
+    """Visible messages in (session, seq) order, with what cutting needs of their parts."""
+    frame = frame_of(table).filter(pl.col("visible")).sort(["session_id", "seq"])
+    types = pl.col("parts").list.eval(pl.element().struct.field("type"))
+    return frame.with_columns(
+        user_turn=(pl.col("role") == "user")
+        & types.list.eval(pl.element().is_in(["text", "blob", "uri", "file"])).list.any(),
+        response_ids=pl.col("parts").list.eval(
+            pl.element()
+            .filter(pl.element().struct.field("type") == "tool_call_response")
+            .struct.field("id")
+        ),
+        compaction=pl.col("flags").fill_null([]).list.contains(FLAG_COMPACTION_SUMMARY),
+    ).drop("parts", "flags")
 
 
 def _shape(sid: str, group: pl.DataFrame) -> SessionShape:
@@ -434,7 +468,7 @@ def build_cases(
     explicit cuts fits the corpus, that is an error."""
     if not triggers and not cuts:
         raise CaseError("give at least one --trigger or --cuts")
-    sessions = corpus.sessions().select("session_id", "source_session_id")
+    sessions = frame_of(corpus.table("sessions", ["session_id", "source_session_id"]))
     source_of = dict(zip(sessions["session_id"], sessions["source_session_id"], strict=True))
     by_source: dict[str, str] = {}
     for sid, src in source_of.items():
@@ -459,7 +493,11 @@ def build_cases(
     if skipped is not None:
         skipped.extend(missed)
     rows: list[dict[str, Any]] = []
+    made: list[pa.Table] = []  # cases as Arrow a few thousand at a time (Python rows are large)
     for shape in session_shapes(corpus):
+        if len(rows) >= CASE_ROWS:
+            made.append(pa.Table.from_pylist(rows, schema=CASES))
+            rows = []
         found: dict[int, str] = {}
         ends: dict[int, int] = {}
         for trigger in triggers:
@@ -487,7 +525,8 @@ def build_cases(
                     future_end=ends.get(index),
                 )
             )
-    frame = frame_of(pa.Table.from_pylist(rows, schema=CASES)).sort(["session_id", "cut"])
+    made.append(pa.Table.from_pylist(rows, schema=CASES))
+    frame = frame_of(pa.concat_tables(made)).sort(["session_id", "cut"])
     if suite:
         frame = select_suite(frame, suite)
     if sample is not None and sample < frame.height:

@@ -17,9 +17,11 @@ back as a reject (``unstorable``) instead of failing the whole write.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import hashlib
+import heapq
 import itertools
 import json
 import math
@@ -36,6 +38,7 @@ from typing import Any
 import duckdb
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -45,7 +48,7 @@ from ..version import __version__
 from .messages import Message, Session
 from .rejects import Reject, clip, storable
 from .rows import message_to_row, row_to_message
-from .tokenizer import Tokenizer
+from .tokenizer import CountCache, Tokenizer
 
 TABLES = ("sessions", "messages", "rejects", "ground_truth")
 _SCHEMAS = {
@@ -173,6 +176,8 @@ class CorpusWriter:
     and once ``chunk_bytes`` of rows (or ``flush_messages`` messages) are held they are written
     as one part per bucket, sorted by (session id, seq), in row groups of about
     ``row_group_bytes``, so that readers skip row groups by their session-id statistics.
+    ``close()`` then merges each bucket's parts into one (``compact``), a few at a time, so
+    that reading a chunk of sessions opens one file per bucket, not one per flush.
     """
 
     def __init__(
@@ -185,6 +190,7 @@ class CorpusWriter:
         flush_messages: int = 200_000,
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         row_group_bytes: int | None = None,
+        compact: bool = True,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -208,6 +214,7 @@ class CorpusWriter:
         if row_group_bytes is None:
             row_group_bytes = min(DEFAULT_ROW_GROUP_BYTES, self.chunk_bytes // 4)
         self.row_group_bytes = max(1, row_group_bytes)
+        self.compact = compact
         self.counts = WriteCounts()
         # rows of added sessions not yet made Arrow, and the sessions they came from (without
         # their messages), to reject a session whose rows do not convert
@@ -225,8 +232,7 @@ class CorpusWriter:
         self._seen: set[str] = set()
         self._late: list[Reject] = []
         self._part = 0
-        self._token_cache: dict[str, int] = {}
-        self._token_cache_chars = 0
+        self._token_cache = CountCache(tokenizer, _TOKEN_CACHE_CHARS)
         self.closed = False
 
     def __enter__(self) -> CorpusWriter:
@@ -239,8 +245,8 @@ class CorpusWriter:
     # --- tokenising ----------------------------------------------------------------------
     def count_tokens(self, messages: Sequence[Message]) -> list[int]:
         """Per message, the sum of tiktoken counts of its text fields. Counts of strings seen
-        before come from a cache bounded in characters (least recently used dropped first), so
-        repeated prompts are counted once and no text is kept alive past the cache's budget."""
+        before come from a cache bounded in characters, so repeated prompts are counted once
+        and no text is kept alive past the cache's budget."""
         cache = self._token_cache
         counts: dict[str, int] = {}
         todo: list[str] = []
@@ -249,29 +255,17 @@ class CorpusWriter:
                 for s in p.token_texts():
                     if s in counts:
                         continue
-                    found = cache.pop(s, None)
+                    found = cache.get(s)
                     if found is None:
                         todo.append(s)
                         counts[s] = -1
                     else:
-                        cache[s] = counts[s] = found  # most recently used last
+                        counts[s] = found
         if todo:
             for s, n in zip(todo, self.tokenizer.count_many(todo), strict=True):
                 counts[s] = n
-                self._remember(s, n)
+                cache.put(s, n)
         return [sum(counts[s] for p in m.parts for s in p.token_texts()) for m in messages]
-
-    def _remember(self, text: str, n: int) -> None:
-        """Cache a count, dropping the least recently used ones past the cache's budget."""
-        if len(text) > _TOKEN_CACHE_CHARS // 4:
-            return  # a huge text is not kept alive for a repeat that rarely comes
-        cache = self._token_cache
-        cache[text] = n
-        self._token_cache_chars += len(text)
-        while self._token_cache_chars > _TOKEN_CACHE_CHARS and cache:
-            oldest = next(iter(cache))
-            del cache[oldest]
-            self._token_cache_chars -= len(oldest)
 
     # --- adding -------------------------------------------------------------------------
     def add(self, session: Session) -> Reject | None:
@@ -436,6 +430,10 @@ class CorpusWriter:
         """Flush, write the manifest, and move the finished corpus to ``path``."""
         try:
             self.flush()
+            for table in _PARTITIONED if self.compact else ():
+                root = self.build / table
+                for folder in sorted(root.glob("bucket=*")) if root.is_dir() else ():
+                    compact_bucket(folder, _SCHEMAS[table], self.row_group_bytes)
             manifest = {
                 "kind": "ctxreplay-corpus",
                 "schema_version": 1,
@@ -574,12 +572,21 @@ def _write(
     spans = [(span, k) for k, (_, batch_spans) in enumerate(batches) for span in batch_spans]
     if by_key:
         spans.sort(key=lambda item: item[0].key)
-    schema = batches[0][0].schema
+    with _part_writer(path, batches[0][0].schema, by_key) as writer:
+        for group in _row_groups(spans, row_group_bytes):
+            pieces = [batches[k][0].slice(start, stop - start) for k, start, stop in group]
+            rows = sum(stop - start for _, start, stop in group)
+            writer.write_table(pa.concat_tables(pieces), row_group_size=rows)
+
+
+def _part_writer(path: Path, schema: pa.Schema, by_key: bool = True) -> pq.ParquetWriter:
+    """The Parquet writer of a part: zstd, statistics on the short flat columns (session-id
+    ranges above all), no dictionary for long text, and ``by_key`` the sorting it holds."""
     sorting = None
     if by_key:
         names = ["session_id", "seq"] if "seq" in schema.names else ["session_id"]
         sorting = [pq.SortingColumn(schema.get_field_index(n)) for n in names]
-    with pq.ParquetWriter(
+    return pq.ParquetWriter(
         path,
         schema,
         compression="zstd",
@@ -587,11 +594,77 @@ def _write(
         write_statistics=_statistics(schema),
         use_dictionary=[c for c in _leaves(schema) if c not in _LONG_TEXT],
         data_page_version="2.0",  # a page is compressed from its encoded values, not a copy
-    ) as writer:
-        for group in _row_groups(spans, row_group_bytes):
-            pieces = [batches[k][0].slice(start, stop - start) for k, start, stop in group]
-            rows = sum(stop - start for _, start, stop in group)
-            writer.write_table(pa.concat_tables(pieces), row_group_size=rows)
+    )
+
+
+def _session_slices(path: Path, schema: pa.Schema) -> Iterator[tuple[str, list[pa.RecordBatch]]]:
+    """The rows of each session of a part sorted by session, as slices of small batches read
+    through a small buffer: an open part costs a few MB, whatever its size."""
+    file = pq.ParquetFile(path, pre_buffer=False, buffer_size=_READ_BUFFER)
+    current: str | None = None
+    held: list[pa.RecordBatch] = []
+    for raw in file.iter_batches(batch_size=_STREAM_ROWS):
+        batch = _conform(raw, schema)
+        ids = batch.column("session_id").to_pylist()
+        start = 0
+        for i in range(1, len(ids) + 1):
+            if i < len(ids) and ids[i] == ids[start]:
+                continue
+            if ids[start] != current:
+                if current is not None:
+                    yield current, held
+                current, held = ids[start], []
+            held.append(batch.slice(start, i - start))
+            start = i
+    if current is not None:
+        yield current, held
+
+
+#: parts merged at once when a bucket is compacted (each open part costs a few MB)
+MERGE_FAN_IN = 16
+
+
+def _merge_parts(paths: Sequence[Path], out: Path, schema: pa.Schema, target: int) -> None:
+    """Parts sorted by session merged into one, sorted by session, in row groups of about
+    ``target`` bytes; a session never spans two parts, so whole sessions are interleaved."""
+    streams = [_session_slices(path, schema) for path in paths]
+    with _part_writer(out, schema) as writer:
+        held: list[pa.RecordBatch] = []
+        size = 0
+        for _, slices in heapq.merge(*streams, key=lambda item: item[0]):
+            for piece in slices:
+                held.append(piece)
+                size += piece.nbytes
+                if size >= target:
+                    writer.write_table(pa.Table.from_batches(held, schema))
+                    held, size = [], 0
+        if held:
+            writer.write_table(pa.Table.from_batches(held, schema))
+
+
+def compact_bucket(
+    folder: Path, schema: pa.Schema, target: int, fan_in: int = MERGE_FAN_IN
+) -> None:
+    """Merge a bucket's parts into one ``part-00000.parquet`` sorted by session, ``fan_in``
+    parts at a time (then the merged ones, and so on): readers of a few sessions then open one
+    file and read the row groups of their id range, whatever the number of flushes."""
+    parts = sorted(folder.glob("part-*.parquet"))
+    level = 0
+    while len(parts) > 1:
+        merged = []
+        for i in range(0, len(parts), fan_in):
+            group = parts[i : i + fan_in]
+            if len(group) == 1:
+                merged.extend(group)
+                continue
+            out = folder / f"merge-{level}-{i // fan_in:05d}.parquet"
+            _merge_parts(group, out, schema, target)
+            for path in group:
+                path.unlink()
+            merged.append(out)
+        parts, level = merged, level + 1
+    if parts and parts[0].name != "part-00000.parquet":
+        parts[0].rename(folder / "part-00000.parquet")
 
 
 #: long text columns: no statistics (computing min and max copies every value, a 50 MB tool
@@ -808,7 +881,7 @@ class Corpus:
         """A table, or the rows matching ``filter``: then only the files its partition can hold
         and, within them, the row groups whose statistics (a session-id range, as parts are
         sorted by session) can match are read. ``rows_read`` counts the rows read."""
-        try:
+        with self._reading(table):
             dataset = self._dataset(table)
             if dataset is None:
                 schema = _SCHEMAS[table]
@@ -826,6 +899,12 @@ class Corpus:
             self.rows_read += sum(g.num_rows for f in fragments for g in f.row_groups)
             pruned = ds.FileSystemDataset(fragments, dataset.schema, dataset.format)
             return pruned.to_table(columns=columns, filter=filter)
+
+    @contextlib.contextmanager
+    def _reading(self, table: str) -> Iterator[None]:
+        """Reader errors of a damaged file become :class:`DamagedCorpusError` naming it."""
+        try:
+            yield
         except (pa.ArrowException, OSError, ValueError):
             folder = self.path / table
             if folder.exists() and not folder.is_dir():
@@ -868,31 +947,74 @@ class Corpus:
     def iter_sessions(
         self, session_ids: Iterable[str] | None = None
     ) -> Iterator[tuple[str, list[Message]]]:
-        """Sessions in (bucket, session id) order, reading one bucket at a time; with
-        ``session_ids``, only the row groups that can hold them."""
-        wanted = set(session_ids) if session_ids is not None else None
-        for bucket in range(self.buckets):
-            flt = ds.field("bucket") == bucket
-            if wanted is not None:
-                ids = sorted(s for s in wanted if bucket_of(s, self.buckets) == bucket)
-                if not ids:
-                    continue
-                flt = flt & ds.field("session_id").isin(ids)
-            table = self.table("messages", filter=flt)
-            if table.num_rows == 0:
-                continue
+        """Sessions in (bucket, session id) order. With ``session_ids``, only the row groups
+        that can hold them are read (memory follows what is asked for); without, each bucket's
+        files are streamed a batch at a time and merged by session id (parts are sorted by
+        session and a session never spans two files), so memory follows the number of files
+        and the largest session, not the corpus."""
+        if session_ids is None:
+            for bucket in range(self.buckets):
+                yield from self._stream_bucket(bucket)
+            return
+        by_bucket: dict[int, list[str]] = defaultdict(list)
+        for sid in set(session_ids):
+            by_bucket[bucket_of(sid, self.buckets)].append(sid)
+        for _, ids in sorted(by_bucket.items()):
+            rows = self.session_rows("messages", ids)
+            order = rows.sort_by([("session_id", "ascending"), ("seq", "ascending")])
+            yield from _grouped(order.to_batches(max_chunksize=_READ_ROWS))
+
+    def session_rows(
+        self, table: str, session_ids: Iterable[str], columns: list[str] | None = None
+    ) -> pa.Table:
+        """The rows of ``table`` (sessions or messages) of these sessions, in (bucket, file)
+        order: only their buckets' files are opened and, in each, only the row groups whose
+        session-id statistics can hold one of them are read (parts are sorted by session), in
+        this thread: a dataset scan keeps native memory per call that a long loop of small
+        reads (one per chunk) piles up."""
+        ids = sorted(set(session_ids))
+        schema = _SCHEMAS[table] if columns is None else _SCHEMAS[table].select(columns)
+        by_bucket: dict[int, list[str]] = defaultdict(list)
+        for sid in ids:
+            by_bucket[bucket_of(sid, self.buckets)].append(sid)
+        wanted = pa.array(ids, pa.string())
+        pieces: list[pa.RecordBatch] = []
+        with self._reading(table):
+            for bucket, mine in sorted(by_bucket.items()):
+                folder = self.path / table / f"bucket={bucket:03d}"
+                for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else ():
+                    file = pq.ParquetFile(path)
+                    groups = _row_groups_holding(file.metadata, mine)
+                    if not groups:
+                        continue
+                    read = file.read_row_groups(groups, columns=columns, use_threads=False)
+                    self.rows_read += read.num_rows
+                    read = read.filter(pc.is_in(read["session_id"], value_set=wanted))
+                    pieces.extend(_conform(b, schema) for b in read.to_batches())
+        return pa.Table.from_batches(pieces, schema=schema)
+
+    def _stream_bucket(self, bucket: int) -> Iterator[tuple[str, list[Message]]]:
+        """Every session of a bucket, merged by id from its files read a batch at a time."""
+        folder = self.path / "messages" / f"bucket={bucket:03d}"
+        files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+        streams = [self._file_sessions(path) for path in files]
+        yield from heapq.merge(*streams, key=lambda item: item[0])
+
+    def _file_sessions(self, path: Path) -> Iterator[tuple[str, list[Message]]]:
+        """The sessions of one part file in id order: streamed when the file says it is sorted
+        by (session, seq), as parts written since issue 15 are; read and sorted otherwise."""
+        with self._reading("messages"):
+            schema = _SCHEMAS["messages"]
+            if sorted_by_session(pq.ParquetFile(path)):
+                for _, slices in _session_slices(path, schema):
+                    self.rows_read += sum(piece.num_rows for piece in slices)
+                    yield from _grouped(slices)
+                return
+            # written before parts were sorted: one flush of rows, read whole
+            table = ds.dataset([str(path)], format="parquet", schema=schema).to_table()
             table = table.sort_by([("session_id", "ascending"), ("seq", "ascending")])
-            current: str | None = None
-            batch: list[Message] = []
-            for rows in table.to_batches(max_chunksize=4096):
-                for row in rows.to_pylist():
-                    if row["session_id"] != current:
-                        if current is not None:
-                            yield current, batch
-                        current, batch = row["session_id"], []
-                    batch.append(row_to_message(row))
-            if current is not None:
-                yield current, batch
+            self.rows_read += table.num_rows
+            yield from _grouped(table.to_batches(max_chunksize=_READ_ROWS))
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with one view per table (``sessions``, ``messages``, ...)."""
@@ -919,6 +1041,75 @@ class Corpus:
             bad = _damaged_part(folder) if folder.is_dir() else None
             if bad is not None:
                 raise DamagedCorpusError(f"{bad[0]} is damaged ({bad[1]}); {REMAKE}") from None
+
+
+#: rows made Python objects at a time when sessions are read
+_READ_ROWS = 4096
+#: rows and bytes read at a time from each file of a bucket streamed whole
+_STREAM_ROWS = 256
+_READ_BUFFER = 1 << 18
+
+
+def sorted_by_session(file: pq.ParquetFile) -> bool:
+    """Whether a message part says it is sorted by (session, seq), as parts written since
+    issue 15 are (older ones are read whole and sorted)."""
+    meta = file.metadata
+    names = file.schema_arrow.names
+    if "session_id" not in names or "seq" not in names:
+        return False
+    want = [pq.SortingColumn(names.index(c)) for c in ("session_id", "seq")]
+    return all(
+        list(meta.row_group(i).sorting_columns or ())[:2] == want
+        for i in range(meta.num_row_groups)
+    )
+
+
+def _row_groups_holding(meta: pq.FileMetaData, ids: Sequence[str]) -> list[int]:
+    """The row groups of a part whose session-id range holds one of ``ids`` (sorted); every
+    row group whose statistics are missing."""
+    column = next(
+        (i for i in range(meta.num_columns) if meta.schema.column(i).path == "session_id"), None
+    )
+    groups = []
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(column).statistics if column is not None else None
+        if stats is None or not stats.has_min_max:
+            groups.append(g)
+            continue
+        at = bisect.bisect_left(ids, stats.min)
+        if at < len(ids) and ids[at] <= stats.max:
+            groups.append(g)
+    return groups
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """A batch of a part file with the corpus schema: columns an older writer did not write
+    are nulls (as a dataset scan with that schema gives them)."""
+    if batch.schema.equals(schema):
+        return batch
+    names = batch.schema.names
+    return pa.RecordBatch.from_arrays(
+        [
+            batch.column(f.name).cast(f.type) if f.name in names else pa.nulls(len(batch), f.type)
+            for f in schema
+        ],
+        schema=schema,
+    )
+
+
+def _grouped(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[str, list[Message]]]:
+    """Messages of rows sorted by (session, seq), one session at a time."""
+    current: str | None = None
+    messages: list[Message] = []
+    for batch in batches:
+        for row in batch.to_pylist():
+            if row["session_id"] != current:
+                if current is not None:
+                    yield current, messages
+                current, messages = row["session_id"], []
+            messages.append(row_to_message(row))
+    if current is not None:
+        yield current, messages
 
 
 def _with_bucket(table: str) -> pa.Schema:

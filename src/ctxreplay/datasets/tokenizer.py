@@ -151,6 +151,49 @@ class Tokenizer:
         return f"Tokenizer({self.name!r})"
 
 
+#: characters of text a ``CountCache`` keeps alive
+COUNT_CACHE_CHARS = 16 * 1024 * 1024
+
+
+class CountCache:
+    """Token counts of strings seen before, least recently used dropped first, bounded in
+    characters rather than entries: the strings are the keys, and a count of entries lets a
+    few thousand long tool results hold hundreds of MB. A text longer than a quarter of the
+    budget is counted but not kept. Calling it counts one text."""
+
+    def __init__(self, tokenizer: Tokenizer, max_chars: int = COUNT_CACHE_CHARS) -> None:
+        self.tokenizer = tokenizer
+        self.max_chars = max_chars
+        self.chars = 0
+        self._counts: dict[str, int] = {}
+
+    def get(self, text: str) -> int | None:
+        n = self._counts.pop(text, None)
+        if n is not None:
+            self._counts[text] = n  # most recently used last
+        return n
+
+    def put(self, text: str, n: int) -> None:
+        if len(text) > self.max_chars // 4 or text in self._counts:
+            return
+        self._counts[text] = n
+        self.chars += len(text)
+        while self.chars > self.max_chars:
+            oldest = next(iter(self._counts))
+            del self._counts[oldest]
+            self.chars -= len(oldest)
+
+    def __call__(self, text: str) -> int:
+        n = self.get(text)
+        if n is None:
+            n = self.tokenizer.count(text)
+            self.put(text, n)
+        return n
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+
 @cache
 def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
     return Tokenizer(name)

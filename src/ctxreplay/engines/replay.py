@@ -39,7 +39,7 @@ from ..datasets.cases import future_of, is_compaction, prefix_of, read_cases
 from ..datasets.messages import Message, as_dict
 from ..datasets.rows import part_to_row
 from ..datasets.store import Corpus, created_at
-from ..datasets.tokenizer import get_tokenizer
+from ..datasets.tokenizer import CountCache, get_tokenizer
 from ..files import atomic_write_table, atomic_write_text, file_fingerprint, remove_stale_temps
 from ..llm.endpoint import EndpointParams, in_run
 from ..policies.base import Policy, make_policy, rebuild_policy
@@ -73,12 +73,12 @@ CHUNK_CASES = 64
 class Chunk:
     index: int
     sessions: list[str]
-    cases: list[dict[str, Any]]
+    cases: pl.DataFrame  # its rows of the cases frame, in (session, cut) order
 
     @property
     def digest(self) -> str:
         """Which cases the chunk holds (in order): its parts belong to these only."""
-        return cases_digest(c["case_id"] for c in self.cases)
+        return cases_digest(self.cases["case_id"].to_list())
 
 
 def attribution(chunk: Chunk, label: str, made_from: dict[str, Any]) -> dict[str, Any]:
@@ -88,19 +88,21 @@ def attribution(chunk: Chunk, label: str, made_from: dict[str, Any]) -> dict[str
 
 
 def make_chunks(cases: pl.DataFrame, size: int = CHUNK_CASES) -> list[Chunk]:
-    """Whole sessions per chunk, in (session, cut) order, about ``size`` cases each."""
+    """Whole sessions per chunk, in (session, cut) order, about ``size`` cases each. A chunk's
+    cases stay a slice of the (Arrow) cases frame until its worker reads them."""
+    ordered = cases.sort(["session_id", "cut"])
+    sessions = ordered.group_by("session_id", maintain_order=True).len()
     chunks: list[Chunk] = []
-    current = Chunk(0, [], [])
-    for (sid,), group in cases.sort(["session_id", "cut"]).group_by(
-        "session_id", maintain_order=True
-    ):
-        if current.cases and len(current.cases) + group.height > size:
-            chunks.append(current)
-            current = Chunk(len(chunks), [], [])
-        current.sessions.append(str(sid))
-        current.cases.extend(group.to_dicts())
-    if current.cases:
-        chunks.append(current)
+    start = held = 0
+    ids: list[str] = []
+    for sid, n in sessions.iter_rows():
+        if held and held + n > size:
+            chunks.append(Chunk(len(chunks), ids, ordered.slice(start, held)))
+            start, held, ids = start + held, 0, []
+        ids.append(str(sid))
+        held += n
+    if held:
+        chunks.append(Chunk(len(chunks), ids, ordered.slice(start, held)))
     return chunks
 
 
@@ -146,6 +148,17 @@ class ReplaySummary:
 _BELOW = re.compile(r"below (\w+)=([\d,]+)")
 
 
+#: the figures columns ``idle_note`` reads (``no_edit`` is absent from runs older than it)
+IDLE_COLUMNS = [
+    "committed",
+    "prefix_tokens",
+    "planner_failure",
+    "no_edit",
+    "budget_note",
+    "commit_reason",
+]
+
+
 def idle_note(frame: pl.DataFrame) -> str | None:
     """Why a policy changed no case (None when it changed some): a trigger never reached, its
     planner failing, or the most frequent reason its plans gave."""
@@ -175,8 +188,9 @@ def idle_note(frame: pl.DataFrame) -> str | None:
 
 @lru_cache(maxsize=4)
 def cached_counter(tokenizer: str) -> Callable[[str], int]:
-    """A memoised token counter: the same strings recur across the cases of a session."""
-    return lru_cache(maxsize=200_000)(get_tokenizer(tokenizer).count)
+    """A memoised token counter: the same strings recur across the cases of a session (its
+    memory is bounded in characters, not entries)."""
+    return CountCache(get_tokenizer(tokenizer))
 
 
 def prefix_context(
@@ -387,6 +401,9 @@ def run_chunk(
     ]
     sidecar = SidecarStore(Path(out) / "sidecar")
     sessions = dict(corpus.iter_sessions(chunk.sessions))
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for case in chunk.cases.iter_rows(named=True):
+        by_session.setdefault(case["session_id"], []).append(case)
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {
         p.label: {t: [] for t in TABLES} for p in built
     }
@@ -398,7 +415,7 @@ def run_chunk(
         if messages is None:
             raise RunError(f"session {sid} named by the cases is not in the corpus")
         index_cache: dict[int, ObjectIndex] = {}
-        for case in (c for c in chunk.cases if c["session_id"] == sid):
+        for case in by_session.get(sid, ()):
             ctx, future = prefix_context(case, messages, count, index_cache)
             for policy in built:
                 started = time.perf_counter()
@@ -492,7 +509,7 @@ def run_replay(
         summary.skipped += len(policies) - len(missing)
         if missing:
             todo.append((chunk, missing))
-    total = sum(len(c.cases) * len(m) for c, m in todo)
+    total = sum(c.cases.height * len(m) for c, m in todo)
     per_policy: dict[str, PolicySummary] = {label: PolicySummary(label) for label in labels}
     bar = tqdm(total=total, unit="case", desc="replay", disable=not progress)
     args = [
@@ -601,13 +618,29 @@ def _finish_summary(run: Path, per_policy: dict[str, PolicySummary]) -> None:
         folder = run / "figures" / slug(label)
         if not folder.exists():
             continue
-        frame = pl.read_parquet(folder / "*.parquet")
-        s.cases = frame.height
-        s.pruning = float(frame["pruning_rate"].mean() or 0.0)  # type: ignore[arg-type]
-        s.committed = int(frame["committed"].sum())
-        s.dropped = int(frame["n_dropped"].sum())
-        s.failures = int(frame["planner_failure"].is_not_null().sum())
-        s.note = idle_note(frame)
+        files = folder / "*.parquet"
+        totals = (
+            pl.scan_parquet(files)
+            .select(
+                pl.len().alias("cases"),
+                pl.col("pruning_rate").mean().alias("pruning"),
+                pl.col("committed").sum().alias("committed"),
+                pl.col("n_dropped").sum().alias("dropped"),
+                pl.col("planner_failure").is_not_null().sum().alias("failures"),
+            )
+            .collect()  # aggregated while scanning: no figures table is held
+            .row(0, named=True)
+        )
+        s.cases = int(totals["cases"])
+        s.pruning = float(totals["pruning"] or 0.0)
+        s.committed = int(totals["committed"] or 0)
+        s.dropped = int(totals["dropped"] or 0)
+        s.failures = int(totals["failures"])
+        # why it changed no case: read only then, only what the note looks at
+        if not s.committed:
+            scan = pl.scan_parquet(files)
+            names = scan.collect_schema().names()
+            s.note = idle_note(scan.select([c for c in IDLE_COLUMNS if c in names]).collect())
 
 
 def _manifest(
