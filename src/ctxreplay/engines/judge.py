@@ -16,6 +16,7 @@ rows, and the summary says how many are left.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -30,6 +31,7 @@ from concurrent.futures import (
     as_completed,
     wait,
 )
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,15 +195,28 @@ def _part_paths(run: Path, table: str, label: str, names: Sequence[str]) -> list
     return sorted(folder.glob("*.parquet"))
 
 
-def _part_rows(run: Path, paths: Sequence[Path], ids: set[str], keep: Any = None) -> pa.Table:
+def _part_rows(
+    run: Path,
+    paths: Sequence[Path],
+    ids: set[str],
+    keep: Any = None,
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
     """The rows of these replay parts whose case is in ``ids`` (and that ``keep`` selects), read
     with pyarrow alone: a worker process is forked from one that used polars, whose thread pool
-    does not survive a fork. A part that does not read is named, with its repair."""
+    does not survive a fork. ``columns``: only these are read (those a part has; ``case_id``
+    always). A part that does not read is named, with its repair."""
     wanted = pa.array(sorted(ids), pa.string())
     tables = []
     for path in paths:
         try:
-            table = pq.read_table(path)
+            if columns is None:
+                table = pq.read_table(path)
+            else:
+                names = set(pq.read_schema(path).names)
+                table = pq.read_table(
+                    path, columns=[c for c in ("case_id", *columns) if c in names]
+                )
         except READ_ERRORS:
             problem = part_problem(path) if path.is_file() else "missing"
             if problem is None:
@@ -216,6 +231,41 @@ def _part_rows(run: Path, paths: Sequence[Path], ids: set[str], keep: Any = None
     return pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
 
 
+#: what the judge reads of the views and decisions parts
+VIEW_COLUMNS = ("entries", "archives", "summary")
+DECISION_COLUMNS = ("object_id", "action")
+
+
+def _view_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows of a views part as dicts, each of its entries that shows a prefix message as
+    it was reduced to what ``view_messages`` reads of it (``parts`` None, and its ``index``):
+    making a dict of every field of every entry of every view was most of the reading."""
+    if "entries" not in table.column_names or table.num_rows == 0:
+        return table.to_pylist()
+    entries = table["entries"].combine_chunks()
+    flat = entries.values  # every entry of every row: row r's are offsets[r]:offsets[r + 1]
+    names = [flat.type.field(i).name for i in range(flat.type.num_fields)]
+    if not {"parts", "index"} <= set(names):
+        return table.to_pylist()
+    fields = dict(zip(names, flat.flatten(), strict=True))  # an entry's nulls are its fields'
+    rows: list[dict[str, Any]] = table.drop_columns(["entries"]).to_pylist()
+    index = fields["index"].to_pylist()
+    edited = pc.is_valid(fields["parts"]).to_pylist()
+    edited_at = [k for k, e in enumerate(edited) if e]
+    full = dict(zip(edited_at, flat.take(pa.array(edited_at, pa.int64())).to_pylist(), strict=True))
+    offsets = entries.offsets.to_pylist()
+    valid = entries.is_valid().to_pylist()
+    for r, row in enumerate(rows):
+        if not valid[r]:
+            row["entries"] = None
+            continue
+        row["entries"] = [
+            full[k] if edited[k] else {"parts": None, "index": index[k]}
+            for k in range(offsets[r], offsets[r + 1])
+        ]
+    return rows
+
+
 def load_views(run: Path, chunk: Chunk) -> tuple[Views, Actions]:
     """The views rows and committed actions of a chunk's pairs, from the parts that hold them."""
     wanted: dict[str, set[str]] = {}
@@ -226,13 +276,17 @@ def load_views(run: Path, chunk: Chunk) -> tuple[Views, Actions]:
     actions: Actions = {}
     for label, names in chunk.parts.items():
         ids = wanted.get(label, set())
-        for row in _part_rows(run, _part_paths(run, "views", label, names), ids).to_pylist():
+        views_part = _part_rows(
+            run, _part_paths(run, "views", label, names), ids, columns=VIEW_COLUMNS
+        )
+        for row in _view_rows(views_part):
             views[(row["case_id"], label)] = row
         decisions = _part_rows(
             run,
             _part_paths(run, "decisions", label, names),
             ids,
             lambda t: pc.not_equal(t["action"], "keep"),  # null actions are left out too
+            columns=DECISION_COLUMNS,
         )
         if decisions.num_rows:
             for case_id, object_id, action in zip(
@@ -245,12 +299,23 @@ def load_views(run: Path, chunk: Chunk) -> tuple[Views, Actions]:
     return views, actions
 
 
+def _no_count(text: str) -> int:
+    return 0
+
+
 def inputs_for(
-    work: Work, messages: Sequence[Message], views: Views, actions: Actions, sidecar: SidecarStore
+    work: Work,
+    messages: Sequence[Message],
+    views: Views,
+    actions: Actions,
+    sidecar: SidecarStore,
+    counts: bool = True,
 ) -> Iterator[Item]:
     """The judge inputs of one session: its prefixes, futures and object indexes are built
-    once per case, whatever the number of policies."""
-    count = cached_counter(get_tokenizer().name)
+    once per case, whatever the number of policies. ``counts``: whether the judge reads the
+    token counts of the index's objects (``Judge.reads_token_counts``); when not, they are 0
+    and nothing is tokenised."""
+    count = cached_counter(get_tokenizer().name) if counts else _no_count
     visible = [m for m in messages if m.visible]
     by_case: dict[str, list[tuple[str, bool]]] = {}
     for case_id, policy, committed in work.pairs:
@@ -284,14 +349,14 @@ def inputs_for(
 
 
 def chunk_inputs(
-    run: Path, corpus: Any, sidecar: SidecarStore, chunk: Chunk
+    run: Path, corpus: Any, sidecar: SidecarStore, chunk: Chunk, counts: bool = True
 ) -> Iterator[list[Item]]:
     """The judge inputs of each session of a chunk, one session at a time: the chunk's sessions
     are read from the corpus in one call, its views from the parts that hold them."""
     views, actions = load_views(run, chunk)
     by_id = {w.session_id: w for w in chunk.works}
     for sid, messages in corpus.iter_sessions(list(by_id)):
-        yield list(inputs_for(by_id[sid], messages, views, actions, sidecar))
+        yield list(inputs_for(by_id[sid], messages, views, actions, sidecar, counts))
 
 
 #: the judge of a worker process, built once from the spec and the corpus state it was started
@@ -299,10 +364,12 @@ def chunk_inputs(
 _WORKER_JUDGE: list[Judge] = []
 
 
-def _start_worker(spec: dict[str, Any], state: Any) -> None:
+def _start_worker(spec: dict[str, Any], state: Any, pool: bool = True) -> None:
     judge = judges.rebuild(spec)
     judge.use_state(state)
     _WORKER_JUDGE[:] = [judge]
+    if pool:  # what the worker was forked with lives as long as it: never collected
+        gc.freeze()
 
 
 def _judge_chunk(run_path: str, corpus_path: str, chunk: Chunk) -> list[dict[str, Any]]:
@@ -312,11 +379,28 @@ def _judge_chunk(run_path: str, corpus_path: str, chunk: Chunk) -> list[dict[str
     judge = _WORKER_JUDGE[0]
     run = Path(run_path)
     sidecar = SidecarStore(run / "sidecar")
-    return [
-        verdict_row(run.name, item, judge, judge_one(judge, item, problem))
-        for items in chunk_inputs(run, Corpus(corpus_path), sidecar, chunk)
-        for item, problem in items
-    ]
+    inputs = chunk_inputs(run, Corpus(corpus_path), sidecar, chunk, judge.reads_token_counts)
+    with fewer_collections():
+        return [
+            verdict_row(run.name, item, judge, judge_one(judge, item, problem))
+            for items in inputs
+            for item, problem in items
+        ]
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The cyclic garbage collector run less often while judging: a judge makes millions of
+    small objects (facts, token sets, word runs) that die young or live for a session, in no
+    cycles, and at the default thresholds the collector spent about a fifth of the time
+    walking them. Memory is still freed as it was (by reference counts); the thresholds are
+    restored after."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], 50_000), max(old[1], 20), max(old[2], 20))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def judge_one(judge: Judge, item: JudgeInput, problem: str | None) -> Verdict:
@@ -573,7 +657,7 @@ def _run_processes(
             for fut in as_completed(running):
                 record(fut.result())
     else:
-        _start_worker(spec, state)
+        _start_worker(spec, state, pool=False)
         try:
             for chunk in chunks:
                 record(_judge_chunk(*args, chunk))
@@ -594,8 +678,11 @@ def _run_threaded(
     name = run.path.name
     concurrency = int(getattr(judge.params, "concurrency", 4) or 4)
     pending: list[dict[str, Any]] = []
+    counts = judge.reads_token_counts
     sessions = (
-        items for chunk in chunks for items in chunk_inputs(run.path, corpus, sidecar, chunk)
+        items
+        for chunk in chunks
+        for items in chunk_inputs(run.path, corpus, sidecar, chunk, counts)
     )
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         for items in sessions:

@@ -31,6 +31,7 @@ from ..replay.objects import ObjectIndex, current_blocker, owner_of
 from ..text.anchors import (
     MIN_SPAN,
     Anchor,
+    anchor_texts,
     announces_route,
     argument_values,
     constraints,
@@ -52,6 +53,28 @@ def agent_text(m: Message) -> tuple[str, list[str]]:
     return "\n".join(texts), values
 
 
+@dataclass
+class _Said:
+    """What a future agent message uses, worked out once per session: its text and values,
+    the anchors in them, and which rules it repeats a key phrase of."""
+
+    text: str
+    values: list[str]
+    candidates: list[Anchor]
+    phrases: dict[str, str | None]
+
+    @classmethod
+    def of(cls, m: Message, min_span: int) -> _Said:
+        text, values = agent_text(m)
+        return cls(text, values, extract(text) + spans(values + text.splitlines(), min_span), {})
+
+    def phrase(self, rule: str) -> str | None:
+        """The key phrase of ``rule`` this message repeats (``shared_phrase``)."""
+        if rule not in self.phrases:
+            self.phrases[rule] = shared_phrase(rule, self.text + "\n" + "\n".join(self.values))
+        return self.phrases[rule]
+
+
 @dataclass(frozen=True)
 class Dependency:
     anchor: str
@@ -69,7 +92,7 @@ def anchor_document_frequency(sessions: Iterable[Sequence[Message]]) -> tuple[Co
     for messages in sessions:
         n += 1
         df.update(
-            {a.text for m in messages if m.role != "system" for a in extract(message_text(m))}
+            set().union(*(anchor_texts(message_text(m)) for m in messages if m.role != "system"))
         )
     return df, n
 
@@ -90,6 +113,9 @@ def common_anchors(df: Counter[str], n: int, fraction: float) -> frozenset[str]:
 class AnchorJudge(Judge):
     """Exact-anchor dependency audit (Self-GC's no-impact criterion, made deterministic)."""
 
+    #: it looks at what the objects hold and how they relate, never at their token counts
+    reads_token_counts = False
+
     @dataclass(frozen=True)
     class Params:
         min_span: int = param(
@@ -109,6 +135,54 @@ class AnchorJudge(Judge):
         super().__init__(params)
         self.common: frozenset[str] = frozenset()
         self._case_cache: tuple[str, list[Dependency], str, list[str]] | None = None
+        # what a message reads as, uses and states does not change between the cases (and
+        # views) of a session: each is worked out once per session, keyed by the message
+        # object (its id, checked against the object itself)
+        self._session = ""
+        self._texts: dict[int, tuple[Message, str]] = {}
+        self._bodies: dict[int, tuple[Message, str]] = {}
+        self._said: dict[int, tuple[Message, _Said]] = {}
+        self._rules: dict[int, tuple[Message, list[str]]] = {}
+
+    def _for_session(self, session_id: str) -> None:
+        if session_id != self._session:
+            self._session = session_id
+            self._texts, self._bodies, self._said, self._rules = {}, {}, {}, {}
+
+    def _text(self, m: Message) -> str:
+        hit = self._texts.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        text = message_text(m)
+        self._texts[id(m)] = (m, text)
+        return text
+
+    def _body(self, m: Message) -> str:
+        """What a long verbatim span may come from: a call's arguments, other messages' text."""
+        if m.role != "assistant":
+            return self._text(m)
+        hit = self._bodies.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        body = "\n".join(p.arguments or "" for p in m.parts if p.type == "tool_call")
+        self._bodies[id(m)] = (m, body)
+        return body
+
+    def _uses_of(self, m: Message) -> _Said:
+        hit = self._said.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        said = _Said.of(m, self.params.min_span)
+        self._said[id(m)] = (m, said)
+        return said
+
+    def _constraints(self, m: Message) -> list[str]:
+        hit = self._rules.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        found = constraints(m.text)
+        self._rules[id(m)] = (m, found)
+        return found
 
     # --- corpus-level filter ------------------------------------------------------------
     def corpus_state(self, corpus: Any) -> list[str]:
@@ -139,42 +213,46 @@ class AnchorJudge(Judge):
     def dependencies(self, item: JudgeInput) -> tuple[list[Dependency], str]:
         if self._case_cache and self._case_cache[0] == item.case_id:
             return self._case_cache[1], self._case_cache[2]
+        self._for_session(item.session_id)
         prefix, index = item.prefix, item.index
         latest = index[index.latest_turn] if index.latest_turn else None
-        always_parts = [message_text(m) for m in prefix if m.role in ("system", "developer")]
+        always_parts = [self._text(m) for m in prefix if m.role in ("system", "developer")]
         if latest is not None:
-            always_parts.append(message_text(prefix[latest.messages[0]]))
+            always_parts.append(self._text(prefix[latest.messages[0]]))
         always = "\n".join(always_parts)
-        texts = [message_text(m) for m in prefix]
+        texts = [self._text(m) for m in prefix]
         # long verbatim spans depend on editable bodies (tool output, the user's words, what a
         # call wrote), not on the agent repeating its own earlier prose
-        bodies = [
-            "\n".join(p.arguments or "" for p in m.parts if p.type == "tool_call")
-            if m.role == "assistant"
-            else t
-            for m, t in zip(prefix, texts, strict=True)
-        ]
+        bodies = [self._body(m) for m in prefix]
+        # every text of each kind at once: an anchor in none of them is in no one of them
+        everything: dict[int, str] = {}
+
+        def source_of(anchor: str, where: list[str]) -> int | None:
+            whole = everything.get(id(where))
+            if whole is None:
+                whole = everything[id(where)] = "\x00".join(where)
+            if anchor not in whole:
+                return None
+            return next((i for i in range(len(where) - 1, -1, -1) if anchor in where[i]), None)
+
         owner = owner_of(index)
         contract_sources = self._contract_sentences(prefix, index)
         deps: list[Dependency] = []
         seen: set[str] = set()
         obtained: list[str] = []
+        got = ""  # ``obtained``, joined (joined again only when it grows)
+        joined = 0
         for m in item.future:
             if m.role != "assistant":
-                obtained.append(message_text(m))
+                obtained.append(self._text(m))
                 continue
-            text, values = agent_text(m)
-            candidates: list[Anchor] = extract(text) + spans(
-                values + text.splitlines(), self.params.min_span
-            )
-            got = "\n".join(obtained)
-            for a in candidates:
+            said = self._uses_of(m)
+            if joined != len(obtained):
+                got, joined = "\n".join(obtained), len(obtained)
+            for a in said.candidates:
                 if a.text in seen or a.text in always or a.text in self.common or a.text in got:
                     continue
-                where = bodies if a.kind in ("span", "quote") else texts
-                source = next(
-                    (i for i in range(len(where) - 1, -1, -1) if a.text in where[i]), None
-                )
+                source = source_of(a.text, bodies if a.kind in ("span", "quote") else texts)
                 if source is None:
                     continue
                 seen.add(a.text)
@@ -188,7 +266,7 @@ class AnchorJudge(Judge):
                     for sentence in sentences:
                         if sentence in seen:
                             continue
-                        phrase = shared_phrase(sentence, text + "\n" + "\n".join(values))
+                        phrase = said.phrase(sentence)
                         if phrase and phrase not in always:
                             seen.add(sentence)
                             obj = owner.get(source)
@@ -215,14 +293,15 @@ class AnchorJudge(Judge):
         self._case_cache = (item.case_id, deps, blocker or "", texts)
         return deps, blocker or ""
 
-    @staticmethod
-    def _contract_sentences(prefix: Sequence[Message], index: ObjectIndex) -> dict[int, list[str]]:
+    def _contract_sentences(
+        self, prefix: Sequence[Message], index: ObjectIndex
+    ) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
         for turn in index.turns():
             if turn.protected:
                 continue
             i = turn.messages[0]
-            found = constraints(prefix[i].text)
+            found = self._constraints(prefix[i])
             if found:
                 out[i] = found
         return out
@@ -232,7 +311,7 @@ class AnchorJudge(Judge):
         deps, blocker = self.dependencies(item)
         if not deps:
             return Verdict("no_impact", reason="the future uses nothing exact from the prefix")
-        where = availability(item)
+        where = availability(item, view_text="\n".join(self._text(m) for m in item.view))
         view_text, recoverable_text, hidden_text = where.view, where.recoverable, where.unrouted
         texts = self._case_cache[3] if self._case_cache else [message_text(m) for m in item.prefix]
         losses: list[Loss] = []

@@ -144,13 +144,17 @@ class Availability:
 
 
 def availability(
-    item: JudgeInput, text_of: Callable[[Sequence[Part]], str] = token_text
+    item: JudgeInput,
+    text_of: Callable[[Sequence[Part]], str] = token_text,
+    view_text: str | None = None,
 ) -> Availability:
     """The view's text and the archived payloads, rendered by ``text_of``, split by whether the
-    view shows their pointer."""
+    view shows their pointer. ``view_text``: the view's messages, each rendered by ``text_of``
+    and joined by newlines, when the caller has them already."""
     from ..replay.sidecar import payload_messages
 
-    view_text = "\n".join(text_of(m.parts) for m in item.view)
+    if view_text is None:
+        view_text = "\n".join(text_of(m.parts) for m in item.view)
     visible: list[Any] = []
     hidden: list[Any] = []
     for a in item.archives:
@@ -166,6 +170,10 @@ class Judge(Plugin, ABC):
     kind: ClassVar[str] = "judge"
     #: judges that call models are run concurrently by the engine
     concurrent: ClassVar[bool] = False
+    #: whether the judge reads the token counts of the prefix's objects (``tokens`` and
+    #: ``result_tokens`` of ``JudgeInput.index``): a judge that does not is given an index whose
+    #: counts are 0, and the engine does not tokenise every prefix for it
+    reads_token_counts: ClassVar[bool] = True
 
     @abstractmethod
     def judge(self, item: JudgeInput) -> Verdict:

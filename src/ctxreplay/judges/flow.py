@@ -25,11 +25,13 @@ costs only the lookups of its used facts.
 
 from __future__ import annotations
 
-import functools
 import json
+import os
 import re
-from collections.abc import Sequence, Set
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence, Set
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..datasets.messages import Message
@@ -42,14 +44,15 @@ from ..text.facts import (
     Fact,
     Weights,
     copied_runs,
-    document_frequency,
     facts_of,
     grams,
     json_pairs,
     key_words,
     pieces,
+    raw_document_frequency,
     shape_floor,
     squash,
+    token_set,
     tokens,
 )
 from .base import (
@@ -63,6 +66,24 @@ from .base import (
     rendered,
     tally,
 )
+
+
+def _session_texts(sessions: Iterable[Sequence[Message]]) -> Iterator[Iterator[str]]:
+    """What the corpus weights count: each session's messages as rendered, system prompts
+    aside."""
+    return (
+        (rendered(m) for m in messages if m.role not in ("system", "developer"))
+        for messages in sessions
+    )
+
+
+def _frequency_of(corpus_path: str, session_ids: list[str]) -> tuple[dict[str, int], int]:
+    """In how many of these sessions each token occurs (every token: the counts of parts of a
+    corpus add up), and how many sessions."""
+    from ..datasets.store import Corpus
+
+    sessions = (m for _, m in Corpus(corpus_path).iter_sessions(session_ids))
+    return raw_document_frequency(_session_texts(sessions))
 
 
 def told(m: Message) -> str:
@@ -105,7 +126,11 @@ class _Told:
     @classmethod
     def of(cls, m: Message) -> _Told:
         text = rendered(m)
-        return cls(frozenset(tokens(text)), frozenset(grams(pieces(text))))
+        return cls(token_set(text), frozenset(grams(pieces(text))))
+
+
+#: tokens looked up in a message by a pass over its facts before they are indexed
+_SCANS = 8
 
 
 @dataclass
@@ -120,16 +145,31 @@ class _Message:
     tokens: frozenset[str]  # what it tells the agent
     text: str  # as the agent read it
     grams: frozenset[str]  # word runs, where copies are looked for
+    field_keys: frozenset[str]  # the last key word of each of its fields
 
-    @functools.cached_property
-    def by_token(self) -> dict[str, list[Fact]]:
-        """Its facts by token, built when a future first takes a token from this message:
-        most messages of a prefix are never looked into this way."""
-        by_token: dict[str, list[Fact]] = {}
-        for f in self.facts:
-            for t in f.tokens:
-                by_token.setdefault(t, []).append(f)
-        return by_token
+    #: the facts holding each token looked up so far (``with_token``), and all of them by token
+    #: once a message has been looked into for many tokens
+    _with: dict[str, list[Fact]] = field(default_factory=dict, init=False, repr=False)
+    _by_token: dict[str, list[Fact]] | None = field(default=None, init=False, repr=False)
+
+    def with_token(self, t: str) -> list[Fact]:
+        """Its facts that hold token ``t``, in order. Looked up when a future takes a token
+        from this message: most messages of a prefix never are, and most that are, for a few
+        tokens, each found by a pass over the facts; after ``_SCANS`` of them, from an index of
+        every token (as costly to build as a few dozen passes)."""
+        hit = self._with.get(t)
+        if hit is not None:
+            return hit
+        if self._by_token is None:
+            if len(self._with) < _SCANS:
+                hit = self._with[t] = [f for f in self.facts if t in f.tokens]
+                return hit
+            by_token: defaultdict[str, list[Fact]] = defaultdict(list)
+            for f in self.facts:
+                for tok in f.tokens:
+                    by_token[tok].append(f)
+            self._by_token = by_token
+        return self._by_token.get(t, [])
 
     @classmethod
     def of(cls, m: Message, heard: _Told | None = None) -> _Message:
@@ -138,18 +178,20 @@ class _Message:
         facts = message_facts(m)
         text = rendered(m)
         if heard is None:
-            heard = _Told(frozenset(tokens(told(m))), frozenset(grams(pieces(text))))
+            heard = _Told(token_set(told(m)), frozenset(grams(pieces(text))))
+        fields = [f for f in facts if f.kind == "field" and f.key]
         return cls(
             m.role,
             any(p.type == "tool_call_response" for p in m.parts),
             facts,
-            [f for f in facts if f.kind == "field" and f.key],
+            fields,
             [f for f in facts if f.kind == "sentence" and is_constraint(f.text)]
             if m.role == "user"
             else [],
             heard.tokens,
             text,
             heard.grams,
+            frozenset(f.key[-1] for f in fields),
         )
 
 
@@ -214,6 +256,9 @@ def agent_use(m: Message) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
 class FlowJudge(Judge):
     """Information-flow audit over facts (fields, rows, lines, errors, rules, copied spans)."""
 
+    #: it looks at what the objects hold and how they relate, never at their token counts
+    reads_token_counts = False
+
     @dataclass(frozen=True)
     class Params:
         threshold: float = param(
@@ -255,14 +300,28 @@ class FlowJudge(Judge):
         self._messages: tuple[str, dict[int, tuple[Message, _Message]]] = ("", {})
         self._future: dict[int, tuple[Message, _Told | _Said]] = {}
         self._squash: dict[int, tuple[Message, str]] = {}
+        # every word run of the session's prefix messages analysed so far: a run of the future
+        # that none holds is copied from no source (the sources need not be searched)
+        self._grams_seen: set[str] = set()
 
     # --- corpus-level weights ---------------------------------------------------------------
     def corpus_state(self, corpus: Any) -> dict[str, Any]:
-        df, n = document_frequency(
-            (rendered(m) for m in messages if m.role not in ("system", "developer"))
-            for _, messages in corpus.iter_sessions()
-        )
-        return {"df": df, "sessions": n}
+        """In how many sessions each token occurs (those in three or more), and how many
+        sessions: one pass over the corpus, split across processes (it reads every message)."""
+        ids = corpus.sessions()["session_id"].to_list()
+        workers = min(4, os.cpu_count() or 1, max(1, len(ids) // 50))
+        df: dict[str, int] = {}
+        n = 0
+        if workers > 1:
+            chunks = [ids[i::workers] for i in range(workers)]
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                for counts, k in pool.map(_frequency_of, [str(corpus.path)] * workers, chunks):
+                    for t, c in counts.items():
+                        df[t] = df.get(t, 0) + c
+                    n += k
+        else:
+            df, n = raw_document_frequency(_session_texts(m for _, m in corpus.iter_sessions()))
+        return {"df": {t: c for t, c in df.items() if c >= 3}, "sessions": n}
 
     def use_state(self, state: Any) -> None:
         state = state or {}
@@ -278,6 +337,7 @@ class FlowJudge(Judge):
             self._messages = (item.session_id, {})
             self._future = {}
             self._squash = {}
+            self._grams_seen = set()
         uses = self._uses(item.prefix, item.index, item.future)
         self._case = (item.case_id, uses)
         return uses
@@ -294,6 +354,7 @@ class FlowJudge(Judge):
             heard = said
         info = _Message.of(m, heard)
         cache[id(m)] = (m, info)
+        self._grams_seen.update(info.grams)
         return info
 
     def _squashed(self, m: Message) -> str:
@@ -324,15 +385,14 @@ class FlowJudge(Judge):
         always_idx = {i for i, m in enumerate(prefix) if m.role in ("system", "developer")}
         always_idx |= protected
         always_text = "\n".join(rendered(prefix[i]) for i in sorted(always_idx))
-        always = frozenset(tokens(always_text))
+        always = token_set(always_text)
         always_sq = squash(always_text)
         owner = owner_of(index)
         sources = [(i, self._message(m)) for i, m in enumerate(prefix) if i not in always_idx]
         order = sources[::-1]  # a fact's source is its most recent occurrence
         latest_of: dict[str, int] = {}  # token → position in ``sources`` of its latest holder
         for pos, (_, info) in enumerate(sources):
-            for t in info.tokens:
-                latest_of[t] = pos
+            latest_of.update(dict.fromkeys(info.tokens, pos))  # a later holder replaces
         uses: dict[tuple[int, str], Use] = {}
 
         def use(i: int, fact: Fact, m: Message, how: str, evidence: str) -> None:
@@ -344,6 +404,7 @@ class FlowJudge(Judge):
 
         obtained: set[str] = set()
         obtained_grams: set[str] = set()
+        grams_seen = self._grams_seen  # holds every source's word runs
         for m in future:
             info_m = self._told(m)
             if not isinstance(info_m, _Said):
@@ -379,6 +440,8 @@ class FlowJudge(Judge):
                         use(i, fact, m, "key", f"{' '.join(key)} = {value[:60]}")
                         break
             for i, info in order:
+                if info.field_keys.isdisjoint(present):
+                    continue  # no field of it has its key named here (``_named_together``)
                 for fact in info.fields:
                     if not fact.tokens <= obtained and _named_together(
                         fact, seq, present, p.key_window
@@ -393,7 +456,7 @@ class FlowJudge(Judge):
                     matched.setdefault(at, set()).add(t)
             for pos, got in sorted(matched.items()):
                 i, info = sources[pos]
-                candidates = dict.fromkeys(f for t in sorted(got) for f in info.by_token.get(t, ()))
+                candidates = dict.fromkeys(f for t in sorted(got) for f in info.with_token(t))
                 # of the rows of one result, those the future picks or compares: the rows it
                 # names about as much as the one it names most
                 row_scores = {
@@ -418,7 +481,7 @@ class FlowJudge(Judge):
                             if not any(o != t and o.endswith(t) for o in specific)
                         }
                         singles = len(distinct) >= 2 or any(
-                            len(info.by_token.get(t, ())) <= p.max_lines for t in distinct
+                            len(info.with_token(t)) <= p.max_lines for t in distinct
                         )
                         if (
                             specific
@@ -440,7 +503,7 @@ class FlowJudge(Judge):
                 if shape_floor(t) == 0 or (at := latest_of.get(t)) is None:
                     continue
                 i, info = sources[at]
-                for fact in info.by_token.get(t, ()):
+                for fact in info.with_token(t):
                     if fact.kind == "error" and w(t) >= p.error_threshold:
                         use(i, fact, m, "error", t)
                     elif info.result and fact.kind in ("line", "field"):
@@ -456,7 +519,7 @@ class FlowJudge(Judge):
             # 5. spans copied verbatim (code into an edit, a quote), from their latest source
 
             def copied_from(g: str) -> int | None:
-                if g in obtained_grams:
+                if g in obtained_grams or g not in grams_seen:
                     return None
                 return next(
                     (pos for pos in range(len(sources) - 1, -1, -1) if g in sources[pos][1].grams),
@@ -470,9 +533,10 @@ class FlowJudge(Judge):
                 # the agent's own phrasing needs rarer words than what it read to count: it
                 # repeats its own turns of phrase
                 enough = p.threshold if info.role == "assistant" else p.error_threshold
-                if sum(w(t) for t in set(tokens(span))) < enough:
+                span_tokens = token_set(span)
+                if sum(w(t) for t in span_tokens) < enough:
                     continue  # boilerplate shared by many sessions
-                fact = Fact("copy", span, (squash(span),), frozenset(tokens(span)))
+                fact = Fact("copy", span, (squash(span),), span_tokens)
                 use(i, fact, m, "copy", span[:80])
             # 6. a rule the user stated earlier that the future acts on (its key phrase again)
             for i, info in order:
@@ -483,11 +547,11 @@ class FlowJudge(Judge):
             # and a whole argument value given before (the same command run again)
             for _, value in pairs:
                 v = value.strip()
-                if len(v) >= p.min_copy or sum(w(t) for t in set(tokens(v))) < p.threshold:
+                if len(v) >= p.min_copy or sum(w(t) for t in token_set(v)) < p.threshold:
                     continue
                 for i, info in order:
                     if info.role == "assistant" and v in info.text:
-                        fact = Fact("copy", v, (squash(v),), frozenset(tokens(v)))
+                        fact = Fact("copy", v, (squash(v),), token_set(v))
                         use(i, fact, m, "copy", v)
                         break
         return sorted(uses.values(), key=lambda u: (u.need_seq, u.source, u.fact.text))

@@ -19,29 +19,55 @@ LOCATOR_KINDS = frozenset({"url", "email", "uuid", "hash", "path", "id"})
 
 _URL = re.compile(r"\bhttps?://[^\s\"'<>()\[\]{}`]+")
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+#: ``_UUID``, ``_HASH``, ``_DATE``, ``_ID``, ``_NUMBER`` and ``_QUOTE`` each start with what the
+#: first character of a match is, and look behind it for what comes before the match: ``\b``
+#: before a character of ``[0-9a-f]`` is ``(?<!\w[0-9a-f])`` after it. They find the same
+#: matches as the plain forms (``\b[0-9a-fA-F]{8}-...``), but a pattern that starts with a
+#: character class is tried only where the class matches, one that starts with ``\b`` or a
+#: look-behind at every position of a text (issue 15).
 _UUID = re.compile(
-    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    r"[0-9a-fA-F](?<!\w[0-9a-fA-F])"
+    r"[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
 )
-_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b")
+#: hex of 7 to 64 digits, with a letter and a digit (``(?=[0-9a-f]*[a-f])`` at the start holds
+#: where the first character is a letter, or where it holds after it)
+_HASH = re.compile(
+    r"[0-9a-f](?<!\w[0-9a-f])(?:(?<=[a-f])|(?=[0-9a-f]*[a-f]))(?:(?<=\d)|(?=[0-9a-f]*\d))"
+    r"[0-9a-f]{6,63}\b"
+)
 _PATH = re.compile(
     r"(?<![\w/.:-])(?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]+)+/?|(?<![\w/.:-])[\w.@+-]+/(?![\w/])"
 )
 _FILE = re.compile(
     r"(?<![\w/.-])[\w-]{2,}\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|hpp|cs|md|txt|json|yaml|yml|toml|ini|cfg|csv|sql|sh|html|css|xml|log|lock|pdf|docx?|xlsx?)\b"
 )
+#: an identifier: letters and digits joined by ``-``/``_``, or capitals and digits
 _ID = re.compile(
-    r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w-])|(?<![\w-])(?=\w*\d)(?=\w*[A-Z])[A-Z0-9]{5,}(?![\w-])"
+    r"[A-Za-z0-9](?<![\w-][A-Za-z0-9])(?:"
+    r"(?:(?<=\d)|(?=[\w-]*\d))(?:(?<=[A-Za-z])|(?=[\w-]*[A-Za-z]))"
+    r"[A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+(?![\w-])"
+    r"|(?<=[A-Z0-9])(?:(?<=\d)|(?=\w*\d))(?:(?<=[A-Z])|(?=\w*[A-Z]))[A-Z0-9]{4,}(?![\w-])"
+    r")"
 )
+#: a number with thousands separators, a decimal, or five digits or more, maybe signed
 _NUMBER = re.compile(
-    r"(?<![\w.,])[-+$€£]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?(?![\w,])|(?<![\w.,])[-+$€£]?\d+\.\d+%?(?![\w.])|(?<![\w.,])\d{5,}(?![\w.,])"
+    r"[-+$€£\d](?<![\w.,][-+$€£\d])(?:"
+    r"(?<=[-+$€£])\d{1,3}(?:,\d{3})+(?:\.\d+)?%?(?![\w,])"
+    r"|(?<=\d)\d{0,2}(?:,\d{3})+(?:\.\d+)?%?(?![\w,])"
+    r"|(?<=[-+$€£])\d+\.\d+%?(?![\w.])"
+    r"|(?<=\d)\d*\.\d+%?(?![\w.])"
+    r"|(?<=\d)\d{4,}(?![\w.,])"
+    r")"
 )
 #: quoted text, each kind of quote closed by its own partner; a single quote only where it
 #: cannot be an apostrophe
 _QUOTE = re.compile(
-    r"“([^”\n]{12,400})”|\"([^\"\n]{12,400})\"|`([^`\n]{12,400})`|(?<!\w)'([^'\n]{12,400})'(?!\w)"
+    r"“([^”\n]{12,400})”|\"([^\"\n]{12,400})\"|`([^`\n]{12,400})`|'(?<!\w')([^'\n]{12,400})'(?!\w)"
 )
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
-_DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?\b")
+_DATE = re.compile(
+    r"(?:19|20)(?<!\w\d\d)\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?\b"
+)
 
 MIN_SPAN = 40
 
@@ -82,8 +108,45 @@ def _is_trivial_number(text: str) -> bool:
     return len(digits) < 5
 
 
-def extract(text: str) -> list[Anchor]:
-    """Anchors in ``text``, in order of first appearance, without duplicates."""
+#: what every file name holds (``.py`` and the like): a line without it holds none
+_FILE_HINT = re.compile(_FILE.pattern[_FILE.pattern.index(r"\.(?:") :])
+
+
+def _lines_with(text: str, hint: str | re.Pattern[str]) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line of ``text`` holding ``hint`` (a string, or a pattern that
+    matches within a line). No anchor pattern matches across a line break, and each treats a
+    line break before or after a match as it treats the start or end of a text: a pattern
+    run over these lines alone (``finditer(text, start, end)``) finds what it finds in the
+    whole text, where every match holds its hint."""
+    at = 0
+    while True:
+        if isinstance(hint, str):
+            hit = text.find(hint, at)
+        else:
+            m = hint.search(text, at)
+            hit = m.start() if m else -1
+        if hit < 0:
+            return
+        start = text.rfind("\n", 0, hit) + 1
+        end = text.find("\n", hit)
+        if end < 0:
+            end = len(text)
+        yield start, end
+        at = end + 1
+
+
+def _in_lines(
+    pattern: re.Pattern[str], text: str, hint: str | re.Pattern[str]
+) -> Iterator[re.Match[str]]:
+    for start, end in _lines_with(text, hint):
+        yield from pattern.finditer(text, start, end)
+
+
+def _anchors(text: str) -> dict[str, Anchor]:
+    """Anchors in ``text`` by text, in the order found: each kind in turn (the more specific
+    first), a match wholly inside an earlier one left out. A kind is only looked for in the
+    lines that hold what all its matches hold (a ``/`` for a path): most lines of a tool's
+    output hold no URL, e-mail address, path or date (issue 15)."""
     found: dict[str, Anchor] = {}
     covered = bytearray(len(text))  # 1 where an earlier, more specific anchor already matched
 
@@ -95,18 +158,18 @@ def extract(text: str) -> list[Anchor]:
         covered[start:end] = b"\x01" * (end - start)
         found.setdefault(t, Anchor(t, kind))
 
-    for m in _URL.finditer(text):
+    for m in _in_lines(_URL, text, "://"):
         add(m.group(), m.start(), "url")
-    for m in _EMAIL.finditer(text):
+    for m in _in_lines(_EMAIL, text, "@"):
         add(m.group(), m.start(), "email")
-    for m in _UUID.finditer(text):
+    for m in _UUID.finditer(text) if "-" in text else ():
         add(m.group(), m.start(), "uuid")
-    for m in _PATH.finditer(text):
+    for m in _in_lines(_PATH, text, "/"):
         if _looks_like_path(m.group()):
             add(m.group(), m.start(), "path")
-    for m in _DATE.finditer(text):
+    for m in _DATE.finditer(text) if "-" in text else ():
         add(m.group(), m.start(), "number")
-    for m in _FILE.finditer(text):
+    for m in _in_lines(_FILE, text, _FILE_HINT):
         add(m.group(), m.start(), "path")
     for m in _HASH.finditer(text):
         add(m.group(), m.start(), "hash")
@@ -120,7 +183,17 @@ def extract(text: str) -> list[Anchor]:
         inner = m.group(group).strip()
         if len(inner) >= 12 and " " in inner:
             add(inner, m.start(group), "quote")
-    return sorted(found.values(), key=lambda a: text.find(a.text))
+    return found
+
+
+def extract(text: str) -> list[Anchor]:
+    """Anchors in ``text``, in order of first appearance, without duplicates."""
+    return sorted(_anchors(text).values(), key=lambda a: text.find(a.text))
+
+
+def anchor_texts(text: str) -> set[str]:
+    """The texts of ``extract(text)``, unordered (what a document frequency counts)."""
+    return set(_anchors(text))
 
 
 def argument_values(arguments: str | None) -> Iterator[str]:

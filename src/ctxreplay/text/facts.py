@@ -54,9 +54,12 @@ _PROSE_DATE = re.compile(
 #: what a prose date needs, found fast (a literal first): a month name (all start with one of
 #: these stems) then a dot, spaces and a digit; text without it holds none
 _DATE_HINT = re.compile("(?:" + "|".join(sorted({m[:3] for m in _MONTHS})) + r")[a-z]*\.?\s+\d")
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+#: a comma between a digit and three more; a dot and zeros after a digit. Each starts with its
+#: literal and looks behind it for the digit (``(?<=\d),`` matches the same commas, but a pattern
+#: that starts with a look-behind is tried at every position of a text, issue 15)
+_THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}\b)")
 _CURRENCY = re.compile(r"[$€£¥](?=\d)")
-_ZERO_CENTS = re.compile(r"(?<=\d)\.0+\b")
+_ZERO_CENTS = re.compile(r"\.(?<=\d\.)0+\b")
 _TOKEN = re.compile(r"[a-z0-9_]+(?:[.\-/@:+][a-z0-9_]+)*")
 _ISO_DATE = re.compile(r"(?:19|20)\d\d-\d\d-\d\d")
 
@@ -69,20 +72,20 @@ STOP = (
 )
 
 
+def _date(m: re.Match[str]) -> str:
+    month, day, year = _MONTHS[m.group(1)], int(m.group(2)), m.group(3)
+    if not 1 <= day <= 31:
+        return m.group(0)
+    return f"{year}-{month:02d}-{day:02d}" if year else f"{month:02d}-{day:02d}"
+
+
 def normalise(text: str) -> str:
     """Case, currency, thousands separators, zero cents and prose dates made uniform."""
     t = text.lower()
-
-    def date(m: re.Match[str]) -> str:
-        month, day, year = _MONTHS[m.group(1)], int(m.group(2)), m.group(3)
-        if not 1 <= day <= 31:
-            return m.group(0)
-        return f"{year}-{month:02d}-{day:02d}" if year else f"{month:02d}-{day:02d}"
-
     # each rewrite only where the characters it needs are there: most text has none of them,
     # and the judges normalise every line of a corpus (issue 15)
     if _DATE_HINT.search(t):
-        t = _PROSE_DATE.sub(date, t)
+        t = _PROSE_DATE.sub(_date, t)
     if _CURRENCY.search(t):
         t = _CURRENCY.sub("", t)
     if "," in t:
@@ -96,21 +99,75 @@ def tokens(text: str) -> list[str]:
     t = normalise(text)
     found: list[str] = _TOKEN.findall(t)
     # what each token may need, known from the whole text: most need nothing (issue 15)
-    strip, paths, dates = "_" in t, "/" in t, _ISO_DATE.search(t) is not None
-    if not (strip or paths or dates):
+    if _plain(t):
         return found
     out: list[str] = []
     for tok in found:
-        if strip:
-            tok = tok.strip("_")
-            if not tok:
-                continue
-        out.append(tok)
-        if paths and "/" in tok and (name := tok.rsplit("/", 1)[-1]):
-            out.append(name)
-        elif dates and len(tok) == 10 and _ISO_DATE.fullmatch(tok):  # a date's only length
-            out.append(tok[5:])
+        out.extend(_more(tok))
     return out
+
+
+def _more(tok: str) -> tuple[str, ...]:
+    """What one raw token of ``_TOKEN`` stands for: itself without edge underscores (nothing if
+    it was all underscores), then a path's file name or an ISO date's month and day."""
+    if "_" in tok:
+        tok = tok.strip("_")
+        if not tok:
+            return ()
+    if "/" in tok:
+        name = tok.rsplit("/", 1)[-1]
+        return (tok, name) if name else (tok,)
+    if len(tok) == 10 and _ISO_DATE.fullmatch(tok):  # a date's only length
+        return (tok, tok[5:])
+    return (tok,)
+
+
+def _expand(raw: set[str]) -> set[str]:
+    """The union of ``_more`` over distinct raw tokens: most are themselves, and only those
+    with a ``_``, a ``/`` or a date's length are looked at one by one."""
+    special = [t for t in raw if "_" in t or "/" in t or len(t) == 10]
+    if not special:
+        return raw
+    out = raw.difference(special)
+    for tok in special:
+        out.update(_more(tok))
+    return out
+
+
+#: texts this short are tokenised through a memo: field values, keys and short lines recur
+#: across the messages and sessions of a corpus
+_MEMO_CHARS = 80
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _short_token_set(text: str) -> frozenset[str]:
+    return _token_set(text)
+
+
+def _token_set(text: str) -> frozenset[str]:
+    t = normalise(text)
+    found = _TOKEN.findall(t)
+    if _plain(t):
+        return frozenset(found)
+    return frozenset(_expand(set(found)))
+
+
+def _plain(normalised: str) -> bool:
+    """Whether every token of a normalised text stands for itself alone (``_more`` changes a
+    token only where it has a ``_`` or a ``/``, or is an ISO date)."""
+    return not (
+        "_" in normalised
+        or "/" in normalised
+        or ("-" in normalised and _ISO_DATE.search(normalised) is not None)
+    )
+
+
+def token_set(text: str) -> frozenset[str]:
+    """``frozenset(tokens(text))``, faster: each distinct token is looked at once, and short
+    texts are memoised (a pure function of the text)."""
+    if len(text) <= _MEMO_CHARS:
+        return _short_token_set(text)
+    return _token_set(text)
 
 
 def squash(text: str) -> str:
@@ -179,16 +236,26 @@ class Weights:
 
 def document_frequency(session_texts: Iterable[Iterable[str]]) -> tuple[dict[str, int], int]:
     """In how many sessions each token occurs (only tokens in three or more are kept)."""
+    df, n = raw_document_frequency(session_texts)
+    return {t: c for t, c in df.items() if c >= 3}, n
+
+
+def raw_document_frequency(
+    session_texts: Iterable[Iterable[str]],
+) -> tuple[dict[str, int], int]:
+    """In how many sessions each token occurs, all tokens (partial counts of a corpus add up:
+    ``document_frequency`` is these counts, summed and filtered)."""
     df: dict[str, int] = {}
     n = 0
     for texts in session_texts:
         n += 1
-        seen: set[str] = set()
+        raw: set[str] = set()
         for text in texts:
-            seen.update(tokens(text))
-        for t in seen:
+            raw.update(_TOKEN.findall(normalise(text)))
+        # the session's tokens are the raw tokens of its texts, each expanded once
+        for t in _expand(raw):
             df[t] = df.get(t, 0) + 1
-    return {t: c for t, c in df.items() if c >= 3}, n
+    return df, n
 
 
 # --- facts ------------------------------------------------------------------------------------
@@ -221,17 +288,32 @@ _SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=\S))+[.!?]?")
 _MAX_LINE = 400
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def key_words(key: str) -> tuple[str, ...]:
     words = re.sub(r"([a-z])([A-Z])", r"\1 \2", key).replace("_", " ").replace("-", " ")
     return tuple(w for w in tokens(words) if w not in STOP)
 
 
+#: ``json.dumps(value, separators=(",", ":"), ensure_ascii=...)``, without building an encoder
+#: per call
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_ENCODE_ASCII = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+
+
 def _compact(value: object, ascii_: bool) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_)
+    return _ENCODE_ASCII(value) if ascii_ else _ENCODE(value)
 
 
-def _json_probes(value: object) -> tuple[str, ...]:
-    return tuple({squash(_compact(value, False)), squash(_compact(value, True))})
+def _as_ascii(value: object, plain: str) -> str:
+    """``_compact(value, True)`` given ``plain`` = ``_compact(value, False)``: the same text
+    where that holds nothing the ASCII form escapes (non-ASCII characters and DEL)."""
+    return plain if plain.isascii() and "\x7f" not in plain else _ENCODE_ASCII(value)
+
+
+def _json_probes(value: object, plain: str | None = None) -> tuple[str, ...]:
+    if plain is None:
+        plain = _compact(value, False)
+    return tuple({squash(plain), squash(_as_ascii(value, plain))})
 
 
 def _scalar_text(value: object) -> str:
@@ -242,18 +324,29 @@ def _json_facts(value: object, path: tuple[str, ...] = ()) -> Iterator[Fact]:
     """Fields (``key: scalar``) and rows (objects inside lists, and the top record) of JSON; a
     field knows its row, since a decision on a record rests on the record's other fields."""
     if isinstance(value, dict):
-        scalars = [(str(k), v) for k, v in value.items() if not isinstance(v, dict | list)]
+        # each scalar's tokens, once: its field's, and its share of the row's
+        scalar_tokens = [
+            token_set(_scalar_text(v)) for v in value.values() if not isinstance(v, dict | list)
+        ]
         row: Fact | None = None
-        if scalars:
-            row_tokens = frozenset(t for _, v in scalars for t in tokens(_scalar_text(v)))
-            row = Fact("row", _compact(value, False), _json_probes(value), row_tokens)
+        if scalar_tokens:
+            row_tokens = frozenset().union(*scalar_tokens)
+            plain = _compact(value, False)
+            row = Fact("row", plain, _json_probes(value, plain), row_tokens)
+        at = iter(scalar_tokens)
         for k, v in value.items():
             if isinstance(v, dict | list):
                 yield from _json_facts(v, (*path, str(k)))
                 continue
             text = _scalar_text(v)
-            probes = tuple({squash(_compact(k, a) + ":" + _compact(v, a)) for a in (False, True)})
-            yield Fact("field", f"{k}: {text}", probes, frozenset(tokens(text)), key_words(k), row)
+            pair = _compact(k, False) + ":" + _compact(v, False)
+            ascii_pair = (
+                pair
+                if pair.isascii() and "\x7f" not in pair
+                else _compact(k, True) + ":" + _compact(v, True)
+            )
+            probes = tuple({squash(pair), squash(ascii_pair)})
+            yield Fact("field", f"{k}: {text}", probes, next(at), key_words(k), row)
         if row is not None:
             yield row
     elif isinstance(value, list):
@@ -263,7 +356,7 @@ def _json_facts(value: object, path: tuple[str, ...] = ()) -> Iterator[Fact]:
             else:
                 text = _scalar_text(v)
                 key = key_words(path[-1]) if path else ()
-                yield Fact("field", text, _json_probes(v), frozenset(tokens(text)), key)
+                yield Fact("field", text, _json_probes(v), token_set(text), key)
 
 
 def json_pairs(value: object, key: str = "") -> Iterator[tuple[tuple[str, ...], str]]:
@@ -289,6 +382,23 @@ def parse_json(text: str) -> object | None:
         return None
 
 
+#: what every match of ``ERROR`` holds, lower-cased (each of its phrases, as a trie: tried a
+#: first letter at a time): an ASCII line without any is not an error line, found without
+#: running the slower case-blind pattern over it
+_ERROR_HINT = re.compile(
+    r"e(?:rror|xception|xit code )|t(?:raceback|imed out)|f(?:ail(?:ed|ure)|atal)"
+    r"|d(?:enied|oes(?:n't| not) exist)|refused|no(?:t (?:found|available|enough)| such file)"
+    r"|c(?:an(?:not|'t)|ould(?: not|n't))|un(?:able to|known|defined)|invalid"
+)
+
+
+def is_error(line: str) -> bool:
+    """``ERROR.search(line) is not None``, faster on the lines that name no error."""
+    if line.isascii() and _ERROR_HINT.search(line.lower()) is None:
+        return False
+    return ERROR.search(line) is not None
+
+
 def _line_facts(text: str, prose: bool) -> Iterator[Fact]:
     for raw in text.splitlines():
         line = raw.strip()
@@ -298,25 +408,26 @@ def _line_facts(text: str, prose: bool) -> Iterator[Fact]:
         if isinstance(parsed, dict | list):
             yield from _json_facts(parsed)
             continue
-        kind = "error" if ERROR.search(line) else "line"
+        kind = "error" if is_error(line) else "line"
         pieces = (
             [s.strip() for s in _SENTENCE.findall(line) if s.strip()]
             if prose or len(line) > _MAX_LINE
             else [line]
         )
         for piece in pieces:
-            toks = frozenset(tokens(piece))
+            toks = token_set(piece)
             if not toks:
                 continue
             k = "error" if kind == "error" and ERROR.search(piece) else kind
             if prose and k == "line":
                 k = "sentence"
-            yield Fact(k, piece, (squash(piece),), toks)
+            probes = (squash(piece),)
+            yield Fact(k, piece, probes, toks)
             m = KV_LINE.match(piece)
             if m and len(m.group(2)) <= 120:
-                value_toks = frozenset(tokens(m.group(2)))
+                value_toks = token_set(m.group(2))
                 if value_toks:
-                    yield Fact("field", piece, (squash(piece),), value_toks, key_words(m.group(1)))
+                    yield Fact("field", piece, probes, value_toks, key_words(m.group(1)))
 
 
 def facts_of(text: str, prose: bool = False) -> list[Fact]:

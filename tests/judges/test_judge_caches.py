@@ -1,0 +1,192 @@
+"""What the deterministic judges keep between cases (per session, per message object) never
+changes a verdict: one judge judging many cases, sessions and views in a row gives what a
+fresh judge gives for each, whatever the sessions share (the same message ids and sequence
+numbers, the same texts, a text copied in one session and not the other). And what the engine
+leaves out for them (token counts they never read, the fields of unchanged view entries) changes
+no verdict either (issue 15)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+from dataclasses import replace
+
+import pytest
+
+from ctxreplay.engines import judge as engine
+from ctxreplay.engines.judge import run_judge
+from ctxreplay.engines.replay import run_replay
+from ctxreplay.judges.anchor_judge import AnchorJudge
+from ctxreplay.judges.base import Judge, JudgeInput, Verdict
+from ctxreplay.judges.flow import _SCANS, FlowJudge, _Message
+from ctxreplay.replay.plan import Edit
+from ctxreplay.runs import read_verdicts
+from ctxreplay.text.facts import facts_of
+
+from builders import call, counted, result, say, system, user, view_input
+
+CODE = "\n".join(f"def step_{i}(x):\n    return x * {i} + offset_{i}" for i in range(1, 9))
+
+
+def session(variant: str) -> list:
+    """Two sessions with the same shape, call ids and sequence numbers, different content:
+    ``a`` copies code from a file read before both cuts (into its last edit), ``b`` does not;
+    each acts on its own record, and ``a``'s agent repeats a rule only ``a``'s user stated."""
+    record = {
+        "line_id": f"LINE-10{variant.upper()}2",
+        "status": "Suspended" if variant == "a" else "Active",
+    }
+    # a's last edit copies the file it read; b's repeats its own first edit
+    again = "print('the same line written twice, by the agent itself')"
+    first = "pass  # a first try" if variant == "a" else again
+    copied = CODE.split("\n", 4)[4] if variant == "a" else again
+    return counted(
+        [
+            system("You are a support and coding agent."),
+            user(
+                "Never restart a line without asking me first."
+                if variant == "a"
+                else "Always use the staging database for tests."
+            ),
+            call("c1", "get_line", {"id": record["line_id"]}),
+            result("c1", json.dumps(record)),
+            call("c2", "read_file", {"path": "steps.py"}),
+            result("c2", CODE if variant == "a" else "empty file"),
+            say(f"Line {record['line_id']} is {record['status']}."),
+            user("Go on."),
+            call("c3", "edit_file", {"path": "steps.py", "new_str": first}),
+            result("c3", "ok"),
+            call("c4", "resume_line", {"line_id": record["line_id"]}),
+            say("I will not restart the line without asking you first."),
+            call("c5", "edit_file", {"path": "steps2.py", "new_str": copied}),
+            result("c5", "ok"),
+        ]
+    )
+
+
+@functools.cache
+def messages(variant: str) -> tuple:
+    """A session's messages, made once: its cases share the message objects, as the engine's
+    cases of one session do (what the judges key their caches by)."""
+    return tuple(session(variant))
+
+
+def inputs(variant: str, cut: int, *edits: Edit) -> JudgeInput:
+    msgs = messages(variant)
+    item = view_input(msgs[:cut], msgs[cut:], *edits)
+    return replace(item, session_id=f"s-{variant}", case_id=f"{variant}-{cut}")
+
+
+VIEWS = [(), (Edit("function:read_file:2", "prune"),), (Edit("function:get_line:1", "prune"),)]
+
+
+def items() -> list[JudgeInput]:
+    """Cases of two sessions, each under three views (as under three policies), and the first
+    session again."""
+    out = []
+    for variant in ("a", "b", "a"):
+        for cut in (8, 10):
+            out += [inputs(variant, cut, *edits) for edits in VIEWS]
+    return out
+
+
+def as_tuple(v: Verdict) -> tuple:
+    return (v.label, v.losses, v.reason, v.dependencies, v.recoverable)
+
+
+@pytest.mark.parametrize("make", [FlowJudge, AnchorJudge])
+def test_one_judge_in_a_row_gives_what_a_fresh_judge_gives(make: type[Judge]) -> None:
+    cases = items()
+    shared = make()
+    in_a_row = [as_tuple(shared.judge(item)) for item in cases]
+    fresh = [as_tuple(make().judge(item)) for item in cases]
+    assert in_a_row == fresh
+    # the sessions differ where it matters, and the views of one case differ
+    assert fresh[0:6] != fresh[6:12]
+    assert fresh[0][0] == "no_impact" and fresh[1][0] == "impact"
+    assert fresh[0:6] == fresh[12:18]  # the first session again: the same verdicts
+    # a later case of a session finds a copy from a message analysed for an earlier case
+    assert any(loss.category == "verbatim_source" for loss in fresh[4][1])
+
+
+def test_a_copy_found_in_one_session_is_not_found_in_the_next() -> None:
+    """Word runs of an earlier session's messages do not make a copy in a later one."""
+    judge = FlowJudge()
+
+    def code_copied(v: Verdict) -> bool:
+        return any(
+            loss.category == "verbatim_source" and loss.anchor.startswith("def step_")
+            for loss in v.losses
+        )
+
+    assert code_copied(judge.judge(inputs("a", 8, *VIEWS[1])))
+    other = judge.judge(inputs("b", 8, *VIEWS[1]))
+    assert as_tuple(other) == as_tuple(FlowJudge().judge(inputs("b", 8, *VIEWS[1])))
+    assert not code_copied(other)
+
+
+def test_facts_by_token_once_scanned_and_once_indexed() -> None:
+    body = "\n".join(f"item_{i} costs {i * 7} eur, ref R{i:04d}-X" for i in range(60))
+    msg = counted([call("c1", "list_items", {}), result("c1", body)])[1]
+    info = _Message.of(msg)
+    all_facts = facts_of(body)
+    probes = [*sorted({t for f in all_facts for t in f.tokens})[: 3 * _SCANS], "absent-token"]
+    for t in probes * 2:  # past the scans, from the index; each asked twice
+        assert info.with_token(t) == [f for f in all_facts if t in f.tokens], t
+    assert info._by_token is not None
+
+
+def test_engine_leaves_out_what_these_judges_do_not_read(
+    synth_corpus, synth_cases, tmp_path, monkeypatch
+) -> None:
+    """Token counts (the index's objects get 0) and the fields of unchanged view entries: the
+    verdicts are those of the plain inputs."""
+    assert not FlowJudge.reads_token_counts and not AnchorJudge.reads_token_counts
+    assert Judge.reads_token_counts
+    runs = [tmp_path / name / "run" for name in ("lean", "plain")]
+    run_replay(
+        synth_corpus, synth_cases, ["noop", "tool-prune"], runs[0], workers=1, progress=False
+    )
+    shutil.copytree(runs[0], runs[1])
+    for judge in ("flow", "anchor"):
+        run_judge(runs[0], judge, workers=1, progress=False)
+    # the plain inputs: every prefix counted, every view row converted whole
+    monkeypatch.setattr(FlowJudge, "reads_token_counts", True)
+    monkeypatch.setattr(AnchorJudge, "reads_token_counts", True)
+    monkeypatch.setattr(engine, "_view_rows", lambda table: table.to_pylist())
+    for judge in ("flow", "anchor"):
+        run_judge(runs[1], judge, workers=1, progress=False)
+    for judge in ("flow", "anchor"):
+        lean, plain = (read_verdicts(r, judge).drop("run").sort("policy", "case_id") for r in runs)
+        assert lean.height > 0 and lean.equals(plain), judge
+
+
+def test_view_rows_keep_what_view_messages_reads(synth_corpus, synth_cases, tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    from ctxreplay.runs import Run, slug, view_messages
+
+    run = tmp_path / "run"
+    run_replay(synth_corpus, synth_cases, ["tool-prune"], run, workers=1, progress=False)
+    parts = sorted((run / "views" / slug(Run(run).policies[0])).glob("*.parquet"))
+    table = pq.read_table(parts[0])
+    lean, whole = engine._view_rows(table), table.to_pylist()
+    assert [r["case_id"] for r in lean] == [r["case_id"] for r in whole]
+    edited = 0
+    for a, b in zip(lean, whole, strict=True):
+        assert {k: v for k, v in a.items() if k != "entries"} == {
+            k: v for k, v in b.items() if k != "entries"
+        }
+        for x, y in zip(a["entries"], b["entries"], strict=True):
+            if y["parts"] is None:
+                assert x == {"parts": None, "index": y["index"]}
+            else:
+                assert x == y
+                edited += 1
+        prefix = [object()] * (1 + max(e["index"] or 0 for e in b["entries"]))
+        unchanged = [e for e in b["entries"] if e["parts"] is None]
+        assert view_messages(
+            [{"parts": None, "index": e["index"]} for e in unchanged], prefix
+        ) == view_messages(unchanged, prefix)
+    assert edited  # the policy changed something, so both kinds of entries were seen

@@ -1,0 +1,258 @@
+"""The faster forms of the text functions give exactly what the plain forms gave (issue 15).
+
+Each fast path (a pattern rewritten to start with a character class, a kind of anchor looked
+for only in the lines that can hold it, a memo, a hint checked before a slow pattern, one JSON
+encoding standing for two) is checked against the plain form, written out here as it was,
+on hand-picked texts and on a few thousand random ones over the characters the patterns care
+about.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from ctxreplay.text import anchors, facts
+from ctxreplay.text.anchors import Anchor, anchor_texts, extract
+from ctxreplay.text.facts import (
+    ERROR,
+    document_frequency,
+    facts_of,
+    is_error,
+    normalise,
+    raw_document_frequency,
+    token_set,
+    tokens,
+)
+
+# --- the plain forms --------------------------------------------------------------------------
+
+PLAIN = {
+    "_URL": r"\bhttps?://[^\s\"'<>()\[\]{}`]+",
+    "_EMAIL": r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b",
+    "_UUID": r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+    "_HASH": r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b",
+    "_PATH": r"(?<![\w/.:-])(?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]+)+/?"
+    r"|(?<![\w/.:-])[\w.@+-]+/(?![\w/])",
+    "_FILE": r"(?<![\w/.-])[\w-]{2,}\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|hpp|cs|md|txt|"
+    r"json|yaml|yml|toml|ini|cfg|csv|sql|sh|html|css|xml|log|lock|pdf|docx?|xlsx?)\b",
+    "_ID": r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w-])"
+    r"|(?<![\w-])(?=\w*\d)(?=\w*[A-Z])[A-Z0-9]{5,}(?![\w-])",
+    "_NUMBER": r"(?<![\w.,])[-+$€£]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?(?![\w,])"
+    r"|(?<![\w.,])[-+$€£]?\d+\.\d+%?(?![\w.])|(?<![\w.,])\d{5,}(?![\w.,])",
+    "_QUOTE": r"“([^”\n]{12,400})”|\"([^\"\n]{12,400})\"|`([^`\n]{12,400})`"
+    r"|(?<!\w)'([^'\n]{12,400})'(?!\w)",
+    "_DATE": r"\b(?:19|20)\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?\b",
+}
+P = {name: re.compile(pattern) for name, pattern in PLAIN.items()}
+PLAIN_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+PLAIN_ZERO_CENTS = re.compile(r"(?<=\d)\.0+\b")
+
+
+def plain_extract(text: str) -> list[Anchor]:
+    found: dict[str, Anchor] = {}
+    covered = bytearray(len(text))
+
+    def add(match_text: str, start: int, kind: str) -> None:
+        t = anchors._trim(match_text)
+        end = start + len(t)
+        if len(t) < 4 or covered.find(0, start, end) < 0:
+            return
+        covered[start:end] = b"\x01" * (end - start)
+        found.setdefault(t, Anchor(t, kind))
+
+    for m in P["_URL"].finditer(text):
+        add(m.group(), m.start(), "url")
+    for m in P["_EMAIL"].finditer(text):
+        add(m.group(), m.start(), "email")
+    for m in P["_UUID"].finditer(text):
+        add(m.group(), m.start(), "uuid")
+    for m in P["_PATH"].finditer(text):
+        if anchors._looks_like_path(m.group()):
+            add(m.group(), m.start(), "path")
+    for m in P["_DATE"].finditer(text):
+        add(m.group(), m.start(), "number")
+    for m in P["_FILE"].finditer(text):
+        add(m.group(), m.start(), "path")
+    for m in P["_HASH"].finditer(text):
+        add(m.group(), m.start(), "hash")
+    for m in P["_ID"].finditer(text):
+        add(m.group(), m.start(), "id")
+    for m in P["_NUMBER"].finditer(text):
+        if not anchors._is_trivial_number(m.group().strip("+-$€£%")):
+            add(m.group(), m.start(), "number")
+    for m in P["_QUOTE"].finditer(text):
+        group = next(g for g in range(1, 5) if m.group(g) is not None)
+        inner = m.group(group).strip()
+        if len(inner) >= 12 and " " in inner:
+            add(inner, m.start(group), "quote")
+    return sorted(found.values(), key=lambda a: text.find(a.text))
+
+
+def plain_normalise(text: str) -> str:
+    t = text.lower()
+    if facts._DATE_HINT.search(t):
+        t = facts._PROSE_DATE.sub(facts._date, t)
+    if facts._CURRENCY.search(t):
+        t = facts._CURRENCY.sub("", t)
+    if "," in t:
+        t = PLAIN_THOUSANDS.sub("", t)
+    return PLAIN_ZERO_CENTS.sub("", t) if ".0" in t else t
+
+
+def plain_tokens(text: str) -> list[str]:
+    t = plain_normalise(text)
+    found = facts._TOKEN.findall(t)
+    strip, paths, dates = "_" in t, "/" in t, facts._ISO_DATE.search(t) is not None
+    out: list[str] = []
+    for tok in found:
+        if strip:
+            tok = tok.strip("_")
+            if not tok:
+                continue
+        out.append(tok)
+        if paths and "/" in tok and (name := tok.rsplit("/", 1)[-1]):
+            out.append(name)
+        elif dates and len(tok) == 10 and facts._ISO_DATE.fullmatch(tok):
+            out.append(tok[5:])
+    return out
+
+
+# --- texts ------------------------------------------------------------------------------------
+
+SAMPLES = [
+    "Refund ORD-88213-KX of $1,284.50 (cap 1,000.00) by 2024-05-20T10:42:07; see "
+    "https://track.example.com/p/ZX81 or mail ops+refunds@example.co.uk",
+    "read src/refunds/handlers.py, ~/notes/a.md, ../x/y, tests/ and and/or 3/4 2024/05/01",
+    "commit 3f9a2c1d8e and uuid 123e4567-e89b-12d3-a456-426614174000, hash deadbeef",
+    "ABC12 X9Y8Z7 AB-12 ab_12cd a-b c_1 -x9-1 x9- Q3REV 12345 1234 12,345,678 .5 3.14159",
+    "He said \"please never touch the prod database\" and 'keep the public API unchanged' ok",
+    "`run the full test suite first` and “quoted with curly marks here”, it's a don't-care",
+    "row 1\nrow 2: 1,\n234 x\n$\n5 May\n20, 2024 and May 20, 2024 and 5th may",
+    "İstanbul ÉRROR Traceback: KeyError \u2028 next ſtatus ١٢٣٤٥ ٣.٥ Ｆａｉｌｅｄ",
+    "Error: cannot open file; exit code 2; couldn't; timed out; no such file; not found",
+    "1.00 2.50 $3.00 10.000 1,000.0 0.0 v1.0 1.0.0",
+]
+ALPHABET = [
+    *"aAbBcfFxXzZ0123456789-_./:@$€£%+, '\"`“”\n\t~éß٣İ\x7f",
+    "://",
+    "https://",
+    "2024-05-0",
+    "deadbeef",
+    ".py",
+    "@x.io",
+    "May 5",
+    "1,234",
+    ".00",
+    "error",
+    "Failed",
+    "AB12",
+]
+
+
+def random_texts(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    lines = [line for s in SAMPLES for line in s.split("\n")]
+    out = []
+    for _ in range(n):
+        if rng.random() < 0.5:
+            out.append("".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 80))))
+        else:
+            mixed = "\n".join(rng.choice(lines) for _ in range(rng.randint(1, 5)))
+            out.append("".join(c if rng.random() > 0.05 else rng.choice(ALPHABET) for c in mixed))
+    return out
+
+
+TEXTS = SAMPLES + random_texts(3000, seed=15)
+
+
+@pytest.mark.parametrize("name", ["_UUID", "_HASH", "_DATE", "_ID", "_NUMBER", "_QUOTE"])
+def test_rewritten_patterns_find_the_same_matches(name: str) -> None:
+    fast, plain = getattr(anchors, name), P[name]
+    for text in TEXTS:
+        got = [(m.span(), m.groups()) for m in fast.finditer(text)]
+        assert got == [(m.span(), m.groups()) for m in plain.finditer(text)], text
+
+
+def test_extract_is_what_every_pattern_over_the_whole_text_finds() -> None:
+    for text in TEXTS:
+        want = [(a.text, a.kind) for a in plain_extract(text)]
+        assert [(a.text, a.kind) for a in extract(text)] == want, text
+        assert anchor_texts(text) == {t for t, _ in want}, text
+
+
+def test_lines_with_a_hint_are_the_lines_holding_it() -> None:
+    text = "a/b\nno slash\n\nx / y\nlast/"
+    spans = list(anchors._lines_with(text, "/"))
+    assert [text[s:e] for s, e in spans] == ["a/b", "x / y", "last/"]
+    assert list(anchors._lines_with("", "/")) == []
+    assert [text[s:e] for s, e in anchors._lines_with(text, re.compile("sl"))] == ["no slash"]
+
+
+def test_tokens_token_set_and_normalise() -> None:
+    for text in TEXTS:
+        want = plain_tokens(text)
+        assert normalise(text) == plain_normalise(text), text
+        assert tokens(text) == want, text
+        assert token_set(text) == frozenset(want), text
+        assert token_set(text) == frozenset(want), text  # the memo gives the same again
+
+
+def test_error_lines() -> None:
+    for text in TEXTS + [t.upper() for t in SAMPLES]:
+        for line in text.splitlines() or [text]:
+            assert is_error(line) == (ERROR.search(line) is not None), line
+
+
+def test_document_frequency_of_parts_adds_up() -> None:
+    sessions = [t.split("\n") for t in TEXTS[:400]]
+    whole, n = document_frequency(sessions)
+    plain: dict[str, int] = {}
+    for texts in sessions:
+        for t in {tok for text in texts for tok in plain_tokens(text)}:
+            plain[t] = plain.get(t, 0) + 1
+    assert (whole, n) == ({t: c for t, c in plain.items() if c >= 3}, len(sessions))
+    summed: dict[str, int] = {}
+    for part in (sessions[:150], sessions[150:]):
+        counts, _ = raw_document_frequency(part)
+        for t, c in counts.items():
+            summed[t] = summed.get(t, 0) + c
+    assert {t: c for t, c in summed.items() if c >= 3} == whole
+
+
+def plain_probes(value: object) -> tuple[str, ...]:
+    def compact(v: object, a: bool) -> str:
+        return json.dumps(v, separators=(",", ":"), ensure_ascii=a)
+
+    return tuple({facts.squash(compact(value, False)), facts.squash(compact(value, True))})
+
+
+def test_json_probes_with_and_without_escapes() -> None:
+    """One JSON encoding stands for both where they are the same text (ASCII, no DEL)."""
+    values = [
+        {"name": "Zoë", "n": 1},
+        {"k\x7f": "a\x7fb", "x": [1, "é"]},
+        {"plain": "ascii only", "ctl": "a\u0001b\nc"},
+        ["é", "\u2028", 1.5, None, True],
+        {"a b": {"c": "d"}},
+    ]
+    for value in values:
+        for text in (json.dumps(value), json.dumps(value, ensure_ascii=False)):
+            for f in facts_of(text):
+                if f.kind == "row":
+                    assert set(f.probes) == set(plain_probes(json.loads(f.text)))
+            fields = [f for f in facts_of(text) if f.kind == "field" and ": " in f.text]
+            for f in fields:
+                assert len(f.probes) in (1, 2)
+    record = {"name": "Zoë\x7f", "id": 7}
+    fact = next(f for f in facts_of(json.dumps(record)) if f.kind == "field" and f.key)
+    pair = {
+        facts.squash(
+            json.dumps("name", ensure_ascii=a) + ":" + json.dumps("Zoë\x7f", ensure_ascii=a)
+        )
+        for a in (False, True)
+    }
+    assert set(fact.probes) == pair and len(pair) == 2
