@@ -19,9 +19,8 @@ recoverable from an archive whose pointer the view shows. Steps:
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +38,17 @@ from ..text.anchors import (
     shared_phrase,
     spans,
 )
-from .base import Judge, JudgeInput, Loss, Verdict, availability, judge, message_text, tally
+from .base import (
+    Judge,
+    JudgeInput,
+    Loss,
+    Verdict,
+    availability,
+    corpus_frequencies,
+    judge,
+    message_text,
+    tally,
+)
 
 
 def agent_text(m: Message) -> tuple[str, list[str]]:
@@ -97,13 +106,7 @@ def anchor_document_frequency(sessions: Iterable[Sequence[Message]]) -> tuple[Co
     return df, n
 
 
-def _frequency_of(corpus_path: str, session_ids: list[str]) -> tuple[Counter[str], int]:
-    from ..datasets.store import Corpus
-
-    return anchor_document_frequency(m for _, m in Corpus(corpus_path).iter_sessions(session_ids))
-
-
-def common_anchors(df: Counter[str], n: int, fraction: float) -> frozenset[str]:
+def common_anchors(df: Mapping[str, int], n: int, fraction: float) -> frozenset[str]:
     if n < 4:  # too few sessions to call anything common
         return frozenset()
     return frozenset(a for a, c in df.items() if c / n > fraction)
@@ -190,20 +193,11 @@ class AnchorJudge(Judge):
 
         One pass over the corpus, split across processes (it reads every message once).
         """
-        from concurrent.futures import ProcessPoolExecutor
-
-        ids = corpus.sessions()["session_id"].to_list()
-        workers = min(4, os.cpu_count() or 1, max(1, len(ids) // 50))
-        if workers > 1:
-            chunks = [ids[i::workers] for i in range(workers)]
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                parts = list(pool.map(_frequency_of, [str(corpus.path)] * workers, chunks))
-            df: Counter[str] = Counter()
-            for counts, _ in parts:
-                df.update(counts)
-            n = sum(k for _, k in parts)
-        else:
-            df, n = anchor_document_frequency(m for _, m in corpus.iter_sessions())
+        fraction = self.params.common_fraction
+        # only anchors of more than ``fraction`` of the sessions can be common (exact test below)
+        df, n = corpus_frequencies(
+            corpus, anchor_document_frequency, at_least=lambda n: int(fraction * n)
+        )
         return sorted(common_anchors(df, n, self.params.common_fraction))
 
     def use_state(self, state: Any) -> None:

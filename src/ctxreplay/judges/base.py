@@ -9,13 +9,15 @@ denominator — it never counts as either).
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from ..datasets.messages import Message, Part
+from ..datasets.store import bucket_of
 from ..registry import Plugin, Registry
 from ..replay.objects import ObjectIndex
 
@@ -209,3 +211,89 @@ def judge(name: str) -> Callable[[type[Judge]], type[Judge]]:
 def make_judge(spec: str | Judge, **overrides: str) -> Judge:
     """A judge from ``name:key=value,...`` (``overrides``, e.g. CLI options, win)."""
     return spec if isinstance(spec, Judge) else judges.create(spec, **overrides)
+
+
+#: counts of one block of sessions: (per key, in how many of them it occurs), and how many
+BlockCounts = tuple[Mapping[str, int], int]
+#: sessions read together by a corpus pass: a block of contiguous ids reads few row groups
+PASS_BLOCK = 256
+
+
+def _block_counts(
+    corpus_path: str,
+    count: Callable[[Iterable[Sequence[Message]]], BlockCounts],
+    ids: list[str],
+    out: str,
+) -> int:
+    """Count one block of sessions and write the counts to ``out`` (Parquet: key, c); how many
+    sessions it held."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..datasets.store import Corpus
+
+    counts, n = count(m for _, m in Corpus(corpus_path).iter_sessions(ids))
+    table = pa.table(
+        {
+            "key": pa.array(list(counts), pa.string()),
+            "c": pa.array(list(counts.values()), pa.int64()),
+        }
+    )
+    pq.write_table(table, out)
+    return n
+
+
+def _blocks(corpus: Any, block: int) -> list[list[str]]:
+    """The corpus's session ids in (bucket, id) order, as storage holds them, in blocks."""
+    ids = corpus.table("sessions", ["session_id"])["session_id"].to_pylist()
+    ids.sort(key=lambda s: (bucket_of(s, corpus.buckets), s))
+    return [ids[i : i + block] for i in range(0, len(ids), block)]
+
+
+#: what the aggregation of a corpus pass may hold in memory before DuckDB spills to disk
+PASS_MEMORY = "256MB"
+
+
+def corpus_frequencies(
+    corpus: Any,
+    count: Callable[[Iterable[Sequence[Message]]], BlockCounts],
+    at_least: Callable[[int], int] = lambda n: 1,
+    block: int = PASS_BLOCK,
+) -> tuple[dict[str, int], int]:
+    """Document frequencies over a whole corpus, of the keys that occur in ``at_least(n)``
+    sessions or more (n: the sessions of the corpus), and n.
+
+    ``count`` (a module-level function: it runs in worker processes) counts a block of
+    ``block`` sessions of contiguous ids; each block's counts go to a Parquet file and DuckDB
+    sums them, spilling to disk past ``PASS_MEMORY``: no process holds the corpus or every key
+    of it (most keys of a corpus occur in one or two sessions), whatever its size.
+    """
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor
+
+    import duckdb
+
+    blocks = _blocks(corpus, block)
+    workers = min(4, os.cpu_count() or 1, len(blocks))
+    path = str(corpus.path)
+    with tempfile.TemporaryDirectory(prefix="ctxreplay-pass-") as tmp:
+        outs = [f"{tmp}/block-{i:06d}.parquet" for i in range(len(blocks))]
+        args = ([path] * len(blocks), [count] * len(blocks), blocks, outs)
+        if workers > 1:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                n = sum(pool.map(_block_counts, *args))
+        else:
+            n = sum(map(_block_counts, *args))
+        if not blocks:
+            return {}, 0
+        db = duckdb.connect()
+        try:
+            db.execute(f"SET memory_limit='{PASS_MEMORY}'")
+            db.execute("SET temp_directory=?", [tmp])
+            rows = db.execute(
+                "SELECT key, sum(c)::BIGINT FROM read_parquet(?) GROUP BY key HAVING sum(c) >= ?",
+                [f"{tmp}/block-*.parquet", max(1, at_least(n))],
+            ).fetchall()
+        finally:
+            db.close()
+    return {key: int(c) for key, c in rows}, n

@@ -26,11 +26,9 @@ costs only the lookups of its used facts.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence, Set
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +59,7 @@ from .base import (
     Loss,
     Verdict,
     availability,
+    corpus_frequencies,
     judge,
     parts_text,
     rendered,
@@ -77,12 +76,9 @@ def _session_texts(sessions: Iterable[Sequence[Message]]) -> Iterator[Iterator[s
     )
 
 
-def _frequency_of(corpus_path: str, session_ids: list[str]) -> tuple[dict[str, int], int]:
+def _frequency_of(sessions: Iterable[Sequence[Message]]) -> tuple[dict[str, int], int]:
     """In how many of these sessions each token occurs (every token: the counts of parts of a
     corpus add up), and how many sessions."""
-    from ..datasets.store import Corpus
-
-    sessions = (m for _, m in Corpus(corpus_path).iter_sessions(session_ids))
     return raw_document_frequency(_session_texts(sessions))
 
 
@@ -308,20 +304,8 @@ class FlowJudge(Judge):
     def corpus_state(self, corpus: Any) -> dict[str, Any]:
         """In how many sessions each token occurs (those in three or more), and how many
         sessions: one pass over the corpus, split across processes (it reads every message)."""
-        ids = corpus.sessions()["session_id"].to_list()
-        workers = min(4, os.cpu_count() or 1, max(1, len(ids) // 50))
-        df: dict[str, int] = {}
-        n = 0
-        if workers > 1:
-            chunks = [ids[i::workers] for i in range(workers)]
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                for counts, k in pool.map(_frequency_of, [str(corpus.path)] * workers, chunks):
-                    for t, c in counts.items():
-                        df[t] = df.get(t, 0) + c
-                    n += k
-        else:
-            df, n = raw_document_frequency(_session_texts(m for _, m in corpus.iter_sessions()))
-        return {"df": {t: c for t, c in df.items() if c >= 3}, "sessions": n}
+        df, n = corpus_frequencies(corpus, _frequency_of, at_least=lambda n: 3)
+        return {"df": df, "sessions": n}
 
     def use_state(self, state: Any) -> None:
         state = state or {}
