@@ -22,6 +22,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import arrow_memory  # noqa: F401  (the allocator Arrow uses)
+
 TMP_SUFFIX = ".tmp"
 
 #: when this process started (as near as the import of this module): a temporary file last

@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from .. import arrow_memory  # noqa: F401  (the allocator Arrow uses)
 from ..errors import CtxreplayError
 from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS
 from ..version import __version__
@@ -603,7 +604,7 @@ def _session_slices(path: Path, schema: pa.Schema) -> Iterator[tuple[str, list[p
     file = pq.ParquetFile(path, pre_buffer=False, buffer_size=_READ_BUFFER)
     current: str | None = None
     held: list[pa.RecordBatch] = []
-    for raw in file.iter_batches(batch_size=_STREAM_ROWS):
+    for raw in file.iter_batches(batch_size=_STREAM_ROWS, use_threads=False):
         batch = _conform(raw, schema)
         ids = batch.column("session_id").to_pylist()
         start = 0
@@ -621,7 +622,7 @@ def _session_slices(path: Path, schema: pa.Schema) -> Iterator[tuple[str, list[p
 
 
 #: parts merged at once when a bucket is compacted (each open part costs a few MB)
-MERGE_FAN_IN = 16
+MERGE_FAN_IN = 8
 
 
 def _merge_parts(paths: Sequence[Path], out: Path, schema: pa.Schema, target: int) -> None:
@@ -1047,7 +1048,7 @@ class Corpus:
 _READ_ROWS = 4096
 #: rows and bytes read at a time from each file of a bucket streamed whole
 _STREAM_ROWS = 256
-_READ_BUFFER = 1 << 18
+_READ_BUFFER = 1 << 14
 
 
 def sorted_by_session(file: pq.ParquetFile) -> bool:
