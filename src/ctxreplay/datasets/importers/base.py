@@ -479,6 +479,22 @@ def _text_records(
     yield _document(path, fmt, data, text, check_utf8)
 
 
+def first_array_element(path: Path, fmt: str) -> Any:
+    """The first element of a file that is a top-level JSON array (not JSONL), else None: how
+    formats whose whole file is one session (a message or item list) recognise it."""
+    if path.suffix == ".jsonl":
+        return None
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        return None
+    first = next(iter_records(path, fmt), None)
+    return first.value if isinstance(first, Record) else None
+
+
 def iter_jsonl(path: Path, fmt: str, check_utf8: bool = True) -> Iterator[Record | Reject]:
     """The lines of a JSONL file as records, read line by line."""
     try:

@@ -29,8 +29,8 @@ from .base import (
     content_parts,
     expect,
     file_sha256,
+    first_array_element,
     importers,
-    iter_records,
     require,
     timestamp_of,
 )
@@ -167,17 +167,8 @@ def _str_or_none(value: Any) -> str | None:
 
 def is_message_array(path: Path, fmt: str) -> bool:
     """The file is a top-level JSON array whose first element is a chat message (one session)."""
-    if path.suffix == ".jsonl":
-        return False
-    try:
-        with path.open("rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
-        return False
-    first = next(iter_records(path, fmt), None)
-    return isinstance(first, Record) and is_message(first.value) and "messages" not in first.value
+    first = first_array_element(path, fmt)
+    return is_message(first) and "messages" not in first
 
 
 # --- detection ----------------------------------------------------------------------------------

@@ -95,8 +95,8 @@ from .base import (
     Importer,
     Record,
     expect,
+    first_array_element,
     importers,
-    iter_records,
     require,
     timestamp_of,
     unknown_part,
@@ -712,17 +712,7 @@ def _stored_items(value: dict[str, Any] | list[Any]) -> tuple[list[Any], str, bo
 
 def _is_item_array(path: Path, fmt: str) -> bool:
     """The file is a top-level JSON array whose first element is an item: one conversation."""
-    if path.suffix == ".jsonl":
-        return False
-    try:
-        with path.open("rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
-        return False
-    first = next(iter_records(path, fmt), None)
-    value = first.value if isinstance(first, Record) else None
+    value = first_array_element(path, fmt)
     return (
         isinstance(value, dict)
         and (value.get("type") in ITEM_TYPES or "role" in value)
