@@ -3,7 +3,7 @@
 ctxreplay reads corpora and runs in many small pieces (a chunk of sessions, a row group, a
 batch of 256 rows), often from worker threads. Arrow's default allocator, mimalloc, keeps the
 memory of each thread that allocated, so the resident memory of a long stage follows the number
-of reads rather than what is held: merging a bucket's 6 parts cost 113 MB with mimalloc and
+of reads rather than what is held: streaming a bucket's 6 parts for a merge cost 113 MB with mimalloc and
 26 MB with the system allocator (``benchmarks/bench_scale.py``, issue 15). Importing this
 module makes the system allocator Arrow's default, unless ``ARROW_DEFAULT_MEMORY_POOL`` says
 otherwise (then Arrow's own choice stands).
