@@ -878,28 +878,17 @@ class Corpus:
             )
         return ds.dataset(folder, format="parquet", schema=_SCHEMAS[table])
 
-    def table(self, table: str, columns: list[str] | None = None, filter: Any = None) -> pa.Table:
-        """A table, or the rows matching ``filter``: then only the files its partition can hold
-        and, within them, the row groups whose statistics (a session-id range, as parts are
-        sorted by session) can match are read. ``rows_read`` counts the rows read."""
+    def table(self, table: str, columns: list[str] | None = None) -> pa.Table:
+        """A whole table (sessions of some ids: ``session_rows``)."""
         with self._reading(table):
             dataset = self._dataset(table)
             if dataset is None:
                 schema = _SCHEMAS[table]
                 empty = schema.empty_table()
                 return empty if columns is None else empty.select(columns)
-            if filter is None:
-                out = dataset.to_table(columns=columns)
-                self.rows_read += out.num_rows
-                return out
-            fragments = [
-                f.subset(filter=filter, schema=dataset.schema)
-                for f in dataset.get_fragments(filter=filter)
-            ]
-            fragments = [f for f in fragments if f.num_row_groups]
-            self.rows_read += sum(g.num_rows for f in fragments for g in f.row_groups)
-            pruned = ds.FileSystemDataset(fragments, dataset.schema, dataset.format)
-            return pruned.to_table(columns=columns, filter=filter)
+            out = dataset.to_table(columns=columns)
+            self.rows_read += out.num_rows
+            return out
 
     @contextlib.contextmanager
     def _reading(self, table: str) -> Iterator[None]:
@@ -921,14 +910,12 @@ class Corpus:
     def messages(
         self, session_ids: Sequence[str] | None = None, columns: list[str] | None = None
     ) -> pl.DataFrame:
-        flt = self._ids_filter(session_ids) if session_ids is not None else None
-        return frame_of(self.table("messages", columns, flt)).sort(["session_id", "seq"])
-
-    def _ids_filter(self, session_ids: Iterable[str]) -> Any:
-        """Rows of these sessions: their buckets (files) and their ids (row groups)."""
-        ids = sorted(set(session_ids))
-        buckets = sorted({bucket_of(s, self.buckets) for s in ids})
-        return ds.field("bucket").isin(buckets) & ds.field("session_id").isin(ids)
+        table = (
+            self.table("messages", columns)
+            if session_ids is None
+            else self.session_rows("messages", session_ids, columns)
+        )
+        return frame_of(table).sort(["session_id", "seq"])
 
     def rejects(self) -> pl.DataFrame:
         return pl.from_arrow(self.table("rejects"))  # type: ignore[return-value]
@@ -937,10 +924,7 @@ class Corpus:
         return pl.from_arrow(self.table("ground_truth"))  # type: ignore[return-value]
 
     def load_session(self, session_id: str) -> list[Message]:
-        flt = (ds.field("bucket") == bucket_of(session_id, self.buckets)) & (
-            ds.field("session_id") == session_id
-        )
-        rows = self.table("messages", filter=flt).sort_by("seq").to_pylist()
+        rows = self.session_rows("messages", [session_id]).sort_by("seq").to_pylist()
         if not rows:
             raise CorpusError(f"no session {session_id!r} in {self.path}")
         return [row_to_message(r) for r in rows]
@@ -974,7 +958,8 @@ class Corpus:
         this thread: a dataset scan keeps native memory per call that a long loop of small
         reads (one per chunk) piles up."""
         ids = sorted(set(session_ids))
-        schema = _SCHEMAS[table] if columns is None else _SCHEMAS[table].select(columns)
+        full = _SCHEMAS[table]
+        schema = full if columns is None else pa.schema([full.field(c) for c in columns])
         by_bucket: dict[int, list[str]] = defaultdict(list)
         for sid in ids:
             by_bucket[bucket_of(sid, self.buckets)].append(sid)
@@ -988,7 +973,14 @@ class Corpus:
                     groups = _row_groups_holding(file.metadata, mine)
                     if not groups:
                         continue
-                    read = file.read_row_groups(groups, columns=columns, use_threads=False)
+                    present = set(file.schema_arrow.names)
+                    read = file.read_row_groups(
+                        groups,
+                        columns=None
+                        if columns is None
+                        else [c for c in dict.fromkeys(["session_id", *columns]) if c in present],
+                        use_threads=False,
+                    )
                     self.rows_read += read.num_rows
                     read = read.filter(pc.is_in(read["session_id"], value_set=wanted))
                     pieces.extend(_conform(b, schema) for b in read.to_batches())
