@@ -895,6 +895,26 @@ def _document(
     return _checked(Record(0, value, data, 1), fmt, path, check_utf8)
 
 
+#: parse failures that salvaging a document member by member can get past
+SALVAGEABLE = ("invalid_json", "truncated", "nesting_too_deep")
+
+
+def salvage_file(
+    path: Path, failed: Reject, key: str, fmt: str
+) -> tuple[dict[str, Any], list[Record | Reject], list[str]] | None:
+    """``salvage_member`` of a file whose document failed to parse (``failed``): None when the
+    failure is not one salvaging gets past, the file cannot be read again, or ``key`` holds no
+    element."""
+    if failed.reason not in SALVAGEABLE:
+        return None
+    try:
+        _data, text = read_text(path)
+        found = salvage_member(text, key, path, fmt, check_utf8=False)
+    except (OSError, RecursionError, ValueError):
+        return None
+    return found if found is not None and found[1] else None
+
+
 def salvage_member(
     text: str, key: str, path: Path, fmt: str, check_utf8: bool = True
 ) -> tuple[dict[str, Any], list[Record | Reject], list[str]] | None:

@@ -69,9 +69,8 @@ from .base import (
     expect,
     importers,
     loads,
-    read_text,
     require,
-    salvage_member,
+    salvage_file,
     sub_record,
     timestamp_of,
     unknown_part,
@@ -208,15 +207,8 @@ class InspectAIImporter(Importer):
 
     def _salvage(self, path: Path, failed: Reject) -> Iterator[Session | Reject]:
         """A log that does not parse as a whole: the samples that do."""
-        if failed.reason not in ("invalid_json", "truncated", "nesting_too_deep"):
-            yield failed
-            return
-        try:
-            _data, text = read_text(path)
-            found = salvage_member(text, "samples", path, self.name, check_utf8=False)
-        except (OSError, RecursionError, ValueError):
-            found = None
-        if found is None or not found[1]:
+        found = salvage_file(path, failed, "samples", self.name)
+        if found is None:
             yield failed
             return
         members, elements, broken = found

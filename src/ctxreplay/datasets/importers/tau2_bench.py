@@ -41,9 +41,8 @@ from .base import (
     content_parts,
     expect,
     importers,
-    read_text,
     require,
-    salvage_member,
+    salvage_file,
     sub_record,
     timestamp_of,
 )
@@ -103,15 +102,8 @@ class Tau2BenchImporter(Importer):
 
     def _salvage(self, path: Path, failed: Reject) -> Iterator[Session | Reject]:
         """A document that does not parse: the simulations that do, when ``info`` is whole."""
-        if failed.reason not in ("invalid_json", "truncated", "nesting_too_deep"):
-            yield failed
-            return
-        try:
-            _data, text = read_text(path)
-            found = salvage_member(text, "simulations", path, self.name, check_utf8=False)
-        except (OSError, RecursionError, ValueError):
-            found = None
-        if found is None or "info" in found[2] or not found[1]:
+        found = salvage_file(path, failed, "simulations", self.name)
+        if found is None or "info" in found[2]:
             yield failed
             return
         members, elements, _broken = found
