@@ -8,6 +8,7 @@ should take at most replay's time. Tokens/s compares each stage with a bare toke
 over the same text (what any exact-count import must at least do).
 
     python benchmarks/bench_scale.py [--base 125] [--sizes 1,4,16] [--workers 2] [--keep DIR]
+                                     [--policies run|a,b,c]
 """
 
 from __future__ import annotations
@@ -23,11 +24,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-POLICIES = ["noop", "tool-prune", "oldest-turn", "observation-masking"]
+#: the policies replayed by default; ``--policies run`` replays those of ``ctxreplay run`` (ten):
+#: the judges' work per case is the same for any number of policies, replay's grows with it
+POLICIES = "noop,tool-prune,oldest-turn,observation-masking"
 STAGES = ("synth", "export", "import", "cases", "replay", "judge-flow", "judge-anchor", "report")
 
 
-def stage(name: str, root: Path, sessions: int, workers: int) -> dict[str, Any]:
+def policy_list(spec: str) -> list[str]:
+    """``run`` → the policies of ``ctxreplay run``; else a comma-separated list."""
+    if spec == "run":
+        from ctxreplay.engines.pipeline import DEMO_POLICIES
+
+        return list(DEMO_POLICIES)
+    return spec.split(",")
+
+
+def stage(
+    name: str, root: Path, sessions: int, workers: int, policies: str = POLICIES
+) -> dict[str, Any]:
     """Run one stage in this process (the child); what it made, for the table."""
     from ctxreplay.datasets.store import Corpus
 
@@ -55,10 +69,10 @@ def stage(name: str, root: Path, sessions: int, workers: int) -> dict[str, Any]:
         from ctxreplay.engines.replay import run_replay
 
         r = run_replay(
-            root / "corpus", root / "cases.parquet", POLICIES, root / "run",
+            root / "corpus", root / "cases.parquet", policy_list(policies), root / "run",
             workers=workers, progress=False,
         )  # fmt: skip
-        out["views"] = r.cases * len(POLICIES)
+        out["views"] = r.cases * len(policy_list(policies))
     elif name.startswith("judge-"):
         from ctxreplay.engines.judge import run_judge
 
@@ -76,12 +90,14 @@ def stage(name: str, root: Path, sessions: int, workers: int) -> dict[str, Any]:
     return out
 
 
-def in_child(name: str, root: Path, sessions: int, workers: int) -> dict[str, Any]:
+def in_child(
+    name: str, root: Path, sessions: int, workers: int, policies: str = POLICIES
+) -> dict[str, Any]:
     """One stage in a fresh process: its result, wall time and peak RSS (MB)."""
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, __file__, "--stage", name, "--root", str(root),
-         "--sessions", str(sessions), "--workers", str(workers)],
+         "--sessions", str(sessions), "--workers", str(workers), "--policies", policies],
         stdout=subprocess.PIPE,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -121,12 +137,15 @@ def main() -> None:
     ap.add_argument("--sizes", default="1,4,16", help="multiples of the base")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", type=Path, default=None, help="keep the data under this folder")
+    ap.add_argument(
+        "--policies", default=POLICIES, help="comma-separated, or `run` for ctxreplay run's ten"
+    )
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--sessions", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.stage:
-        print(json.dumps(stage(args.stage, args.root, args.sessions, args.workers)))
+        print(json.dumps(stage(args.stage, args.root, args.sessions, args.workers, args.policies)))
         return
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     rows: list[tuple[int, str, dict[str, Any]]] = []
@@ -137,7 +156,7 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
         for name in STAGES:
-            rows.append((mult, name, in_child(name, root, sessions, args.workers)))
+            rows.append((mult, name, in_child(name, root, sessions, args.workers, args.policies)))
             print(f"  {mult:>2}× {name:<12} {rows[-1][2]['seconds']:7.1f} s  "
                   f"{rows[-1][2]['peak_mb']:7.0f} MB", file=sys.stderr, flush=True)  # fmt: skip
         floor = in_child("tokpass", root, sessions, args.workers)

@@ -26,6 +26,7 @@ FOUNDATION = {
     "tariffs",
     "registry",
     "sqlview",
+    "storage",
     "version",
 }
 

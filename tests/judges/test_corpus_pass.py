@@ -5,13 +5,22 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from ctxreplay.datasets.store import Corpus
 from ctxreplay.judges.anchor_judge import anchor_document_frequency
 from ctxreplay.judges.base import corpus_frequencies, make_judge
 from ctxreplay.judges.flow import _frequency_of
 
 
-def test_block_counts_add_up_to_the_whole_corpus(synth_corpus) -> None:
+@pytest.mark.parametrize("apart", [False, True], ids=["arrow-here", "duckdb-apart"])
+def test_block_counts_add_up_to_the_whole_corpus(
+    synth_corpus, apart: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ways of summing the blocks (Arrow in this process for small counts, DuckDB in a
+    process of its own for large ones) give the whole corpus's counts."""
+    if apart:
+        monkeypatch.setattr("ctxreplay.judges.base.APART_BYTES", 0)
     corpus = Corpus(synth_corpus)
     sessions = [m for _, m in corpus.iter_sessions()]
     for count in (anchor_document_frequency, _frequency_of):

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from .. import schema
-from ..datasets.store import Corpus
+from .. import schema, storage
+from ..datasets.store import Corpus, CorpusError
 from .app import echo_text, fail, main
-from .options import folder, option, out, quiet, seed
+from .options import Location, folder, option, out, quiet, seed
 
 
 @main.command("import")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@out("Corpus folder.")
+@click.argument("paths", nargs=-1, required=True, type=Location(exists=True, remote="read"))
+@out("Corpus folder.", remote="native")
 @option("--format", default=None, help="Force a format instead of detecting it.")
 @option("--tokenizer", default="o200k_base", type=click.Choice(["o200k_base", "cl100k_base"]))
 @option(
@@ -35,7 +37,7 @@ from .options import folder, option, out, quiet, seed
 @quiet
 def import_cmd(
     paths: tuple[Path, ...],
-    out: Path,
+    out: Path | str,
     format: str | None,
     tokenizer: str,
     buckets: int | None,
@@ -48,17 +50,18 @@ def import_cmd(
     """Import trace files (formats auto-detected) into a Parquet corpus."""
     from ..datasets.ingest import import_paths
 
-    summary = import_paths(
-        paths,
-        out,
-        fmt=format,
-        tokenizer=tokenizer,
-        overwrite=overwrite,
-        buckets=buckets,
-        max_message_bytes=int(max_message_mb * 1024 * 1024),
-        progress=not quiet,
-        chunk_bytes=max(1, int(chunk_mb * 1024 * 1024)),
-    )
+    with _corpus_out(out, overwrite) as folder:
+        summary = import_paths(
+            paths,
+            folder,
+            fmt=format,
+            tokenizer=tokenizer,
+            overwrite=overwrite,
+            buckets=buckets,
+            max_message_bytes=int(max_message_mb * 1024 * 1024),
+            progress=not quiet,
+            chunk_bytes=max(1, int(chunk_mb * 1024 * 1024)),
+        )
     click.echo(summary.render())
     if summary.sessions == 0:
         fail("nothing was imported", 1)
@@ -67,22 +70,41 @@ def import_cmd(
 
 
 @main.command("synth")
-@out("Corpus folder.")
+@out("Corpus folder.", remote="native")
 @option("--sessions", type=click.IntRange(min=1), default=200, help="Synthetic sessions.")
 @seed
 @option("--overwrite", is_flag=True, help="Replace an existing corpus folder.")
 @quiet
-def synth_cmd(out: Path, sessions: int, seed: int, overwrite: bool, quiet: bool) -> None:
+def synth_cmd(out: Path | str, sessions: int, seed: int, overwrite: bool, quiet: bool) -> None:
     """Write a synthetic corpus with planted dependencies and ground truth."""
     from ..datasets.synth import generate
 
-    summary = generate(out, sessions=sessions, seed=seed, overwrite=overwrite, progress=not quiet)
+    with _corpus_out(out, overwrite) as folder:
+        summary = generate(
+            folder, sessions=sessions, seed=seed, overwrite=overwrite, progress=not quiet
+        )
     click.echo(summary.render())
+
+
+@contextlib.contextmanager
+def _corpus_out(out: Path | str, overwrite: bool) -> Iterator[Path]:
+    """Where a corpus is built: ``out`` itself, or for a URI a local folder uploaded once the
+    corpus is whole (nothing is uploaded when the build fails; with ``--overwrite`` the old
+    corpus's files that the new one lacks are deleted after the upload, and it is never
+    downloaded)."""
+    stage = storage.Staged(out, replace=True)
+    try:
+        if stage.existing and not overwrite:
+            raise CorpusError(f"{out} exists and is not empty (use --overwrite)")
+        yield stage.path
+        stage.close()
+    finally:
+        stage.close(upload_changes=False)
 
 
 @main.command("info")
 @folder("corpus")
-def info_cmd(corpus: Path) -> None:
+def info_cmd(corpus: Path | str) -> None:
     """Sessions, messages and tokens by role, tool-output share, largest outputs, rejects."""
     from ..datasets.info import render_info
 
@@ -90,12 +112,14 @@ def info_cmd(corpus: Path) -> None:
 
 
 @main.command("sql")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("folder", type=Location(exists=True, file_okay=False))
 @click.argument("query", required=False)
 @option("--format", type=click.Choice(["table", "csv", "json"]), default="table", help="Output.")
 @option("--max-rows", type=click.IntRange(min=1), default=50, help="Rows shown as a table.")
 @option("--describe", is_flag=True, help="Print every table's columns with their meaning.")
-def sql_cmd(folder: Path, query: str | None, format: str, max_rows: int, describe: bool) -> None:
+def sql_cmd(
+    folder: Path | str, query: str | None, format: str, max_rows: int, describe: bool
+) -> None:
     """Run SQL (DuckDB) over a corpus or run folder; its tables are views.
 
     `--describe` lists the tables (and what each column holds) instead.
@@ -130,7 +154,7 @@ def sql_cmd(folder: Path, query: str | None, format: str, max_rows: int, describ
     show_default=True,
     help="OpenAI chat messages, or Responses API input items.",
 )
-def export_cmd(corpus: Path, out: Path, session: tuple[str, ...], format: str) -> None:
+def export_cmd(corpus: Path | str, out: Path, session: tuple[str, ...], format: str) -> None:
     """Export a corpus as OpenAI chat messages or Responses API items (one session per line);
     each format's importer reads the file back."""
     from ..datasets.export import export_corpus
@@ -141,7 +165,7 @@ def export_cmd(corpus: Path, out: Path, session: tuple[str, ...], format: str) -
 
 @main.command("cases")
 @folder("corpus")
-@out("Cases file (.parquet).")
+@out("Cases file (.parquet).", remote="native")
 @option(
     "--trigger",
     multiple=True,
@@ -150,7 +174,7 @@ def export_cmd(corpus: Path, out: Path, session: tuple[str, ...], format: str) -
 @option("--window", type=click.IntRange(min=1), default=None, help="Context window for fraction:F.")
 @option(
     "--cuts",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=Location(exists=True, dir_okay=False, remote="read"),
     help="Explicit cuts: a CSV (session,cut) or a labels cases.jsonl (session_id, cut, "
     "future_seqs: the future ends where the labels do; sessions not in the corpus are skipped).",
 )
@@ -163,8 +187,8 @@ def export_cmd(corpus: Path, out: Path, session: tuple[str, ...], format: str) -
 @option("--sample", type=click.IntRange(min=1), default=None, help="Keep N cases at random.")
 @seed
 def cases_cmd(
-    corpus: Path,
-    out: Path,
+    corpus: Path | str,
+    out: Path | str,
     trigger: tuple[str, ...],
     window: int | None,
     cuts: Path | None,

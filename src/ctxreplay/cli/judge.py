@@ -9,7 +9,7 @@ import click
 
 from .app import fail, main
 from .labels import deps_labels
-from .options import endpoint, folder, judge, option, quiet, workers
+from .options import endpoint, engine, folder, judge, option, quiet, workers
 
 
 @main.command("judges")
@@ -30,6 +30,7 @@ def judges_cmd() -> None:
 @endpoint
 @option("--concurrency", default=None, help="Calls in flight per endpoint (llm judge).")
 @workers
+@engine
 @option(
     "--limit",
     type=click.IntRange(min=1),
@@ -52,6 +53,8 @@ def judge_cmd(
     api_key_env: str | None,
     concurrency: str | None,
     workers: int,
+    engine: str,
+    ray_address: str | None,
     limit: int | None,
     retry_unscored: bool,
     quiet: bool,
@@ -76,6 +79,8 @@ def judge_cmd(
         progress=not quiet,
         overrides=overrides,
         retry_unscored=retry_unscored,
+        engine=engine,
+        ray_address=ray_address,
     )
     click.echo(summary.render())
 

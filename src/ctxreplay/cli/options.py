@@ -10,11 +10,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import click
 
-from ..datasets.cases import check_cases_file
+from .. import storage
+from ..datasets.cases import cases_file_of, check_cases_file
 from ..datasets.store import Corpus
 from ..judges.base import DEFAULT_JUDGE
 from ..runs import Run
@@ -34,14 +35,62 @@ def _combine(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-def out(help: str, *, required: bool = True, default: Path | None = None) -> Callable[[F], F]:
-    """``-o/--out``: where a command writes."""
+#: what a command does with a URI it is given: pass it on (the code reads or writes it through
+#: ``storage``), work on a local copy uploaded when the command ends ("stage"; "write": without
+#: downloading what is there first), or read a local copy ("read")
+Remote = Literal["native", "stage", "write", "read"]
+
+
+class Location(click.ParamType):
+    """A local path (as ``click.Path``) or a URI ``pyarrow.fs`` opens (``s3://bucket/prefix``):
+    a URI is checked to exist when it must, and then passed on as a string or staged (a local
+    copy for the command, uploaded when its context closes: ``storage.Staged``)."""
+
+    name = "path"
+
+    def __init__(
+        self,
+        *,
+        exists: bool = False,
+        file_okay: bool = True,
+        dir_okay: bool = True,
+        remote: Remote = "native",
+    ) -> None:
+        self.exists, self.remote = exists, remote
+        self.local = click.Path(
+            exists=exists, file_okay=file_okay, dir_okay=dir_okay, path_type=Path
+        )
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, Path) or not storage.is_uri(str(value)):
+            return self.local.convert(value, param, ctx)
+        uri = str(storage.location(str(value)))
+        if self.exists and not storage.exists(uri):
+            self.fail(f"{storage.redact(uri)} does not exist.", param, ctx)
+        if self.remote == "native":
+            return uri
+        stage = storage.Staged(uri, fetch=self.remote != "write")
+        close = (
+            functools.partial(stage.close, upload_changes=False)
+            if self.remote == "read"
+            else stage.close
+        )
+        if ctx is not None:
+            ctx.call_on_close(close)
+        return stage.path
+
+
+def out(
+    help: str, *, required: bool = True, default: Path | None = None, remote: Remote = "stage"
+) -> Callable[[F], F]:
+    """``-o/--out``: where a command writes; a URI is written through a local copy uploaded
+    when the command ends (``remote="native"``: the command writes the URI itself)."""
     return option(
         "-o",
         "--out",
         required=required and default is None,
         default=default,
-        type=click.Path(path_type=Path),
+        type=Location(remote=remote),
         help=help,
     )
 
@@ -55,7 +104,7 @@ tariff = _combine(
     ),
     option(
         "--tariffs",
-        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        type=Location(exists=True, dir_okay=False, remote="read"),
         default=None,
         help="A tariffs TOML file instead of the built-in prices.",
     ),
@@ -77,35 +126,67 @@ def judge(
     return option("--judge", default=default, help=help)
 
 
-def _check_kind(kind: str) -> Callable[[click.Context, click.Parameter, Path | None], Path | None]:
+PathOrUri = Path | str
+
+
+def _check_kind(
+    kind: str,
+) -> Callable[[click.Context, click.Parameter, PathOrUri | None], PathOrUri | None]:
     """Open the path as a ``kind`` before the command does any work, so a wrong kind of path
     (a run given where a corpus is expected, a Parquet file that is not a cases file) is one
     clear line, not a traceback half way through."""
 
-    def check(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+    def check(
+        _ctx: click.Context, _param: click.Parameter, value: PathOrUri | None
+    ) -> PathOrUri | None:
         if value is not None:
             if kind == "corpus":
                 Corpus(value)
             elif kind == "run":
                 Run(value)
             else:
-                check_cases_file(value if value.is_file() else value / "cases.parquet")
+                if isinstance(value, Path):
+                    check_cases_file(value if value.is_file() else value / "cases.parquet")
+                else:
+                    check_cases_file(cases_file_of(value))
         return value
 
     return check
 
 
 def folder(kind: str) -> Callable[[F], F]:
-    """The positional ``corpus`` or ``run`` argument, checked to be one."""
+    """The positional ``corpus`` or ``run`` argument, checked to be one. A corpus URI is passed
+    on (``Corpus`` reads it); a run URI is staged: the command works on a local copy whose new
+    and changed files are uploaded when it ends."""
     return click.argument(
-        kind, type=click.Path(exists=True, path_type=Path), callback=_check_kind(kind)
+        kind,
+        type=Location(exists=True, remote="native" if kind == "corpus" else "stage"),
+        callback=_check_kind(kind),
     )
 
 
 cases = option(
     "--cases",
     required=True,
-    type=click.Path(exists=True, path_type=Path),
+    type=Location(exists=True),
     callback=_check_kind("cases"),
     help="Cases file from `ctxreplay cases`.",
+)
+
+
+engine = _combine(
+    option(
+        "--engine",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        help="local: worker processes on this machine; ray: each chunk a Ray task, on a local "
+        "Ray or a cluster (pip install 'ctxreplay[ray]'). The output is the same.",
+    ),
+    option(
+        "--ray-address",
+        default=None,
+        help="With --engine ray: `auto` (the cluster `ray start` joined this node to) or "
+        "ray://host:port [default: start a local Ray]. The run folder must be reachable from "
+        "every node.",
+    ),
 )

@@ -9,7 +9,7 @@ import click
 
 from ..engines.pipeline import DEMO_POLICIES, PipelineConfig, run_pipeline
 from .app import main
-from .options import endpoint, judge, option, out, quiet, seed, tariff, workers
+from .options import endpoint, engine, judge, option, out, quiet, seed, tariff, workers
 
 
 def _load_config(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
@@ -58,6 +58,7 @@ def _load_config(ctx: click.Context, _param: click.Parameter, value: Path | None
 @option("--sample", type=click.IntRange(min=1), default=None, help="Keep N cases at random.")
 @option("--policy", multiple=True, help="Repeatable [default: every built-in policy].")
 @workers
+@engine
 @tariff
 @judge()
 @endpoint
@@ -82,6 +83,8 @@ def run_cmd(
     sample: int | None,
     policy: tuple[str, ...],
     workers: int,
+    engine: str,
+    ray_address: str | None,
     tariff: str | None,
     tariffs: Path | None,
     judge: str,
@@ -107,6 +110,8 @@ def run_cmd(
         sample=sample,
         policies=tuple(policy) or DEMO_POLICIES,
         workers=workers,
+        engine=engine,
+        ray_address=ray_address,
         tariff=tariff,
         tariffs_path=str(tariffs) if tariffs else None,
         judge=judge,

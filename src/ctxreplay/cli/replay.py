@@ -9,7 +9,7 @@ import click
 
 from .app import echo_text, main
 from .labels import deps_labels
-from .options import cases, folder, judge, option, out, quiet, tariff, workers
+from .options import cases, engine, folder, judge, option, out, quiet, tariff, workers
 
 
 @main.command("policies")
@@ -29,6 +29,7 @@ def policies_cmd() -> None:
 @option("--policy", multiple=True, required=True, help="name[:key=value,...] (repeatable).")
 @out("Run folder.")
 @workers
+@engine
 @tariff
 @quiet
 def replay_cmd(
@@ -37,6 +38,8 @@ def replay_cmd(
     policy: tuple[str, ...],
     out: Path,
     workers: int,
+    engine: str,
+    ray_address: str | None,
     tariff: str | None,
     tariffs: Path | None,
     quiet: bool,
@@ -53,6 +56,8 @@ def replay_cmd(
         tariff=tariff,
         tariffs_path=str(tariffs) if tariffs else None,
         progress=not quiet,
+        engine=engine,
+        ray_address=ray_address,
     )
     click.echo(summary.render())
 
@@ -77,6 +82,7 @@ def replay_cmd(
     "(strict, whitespace, recovery) and calibrate the judge against them.",
 )
 @workers
+@engine
 @quiet
 def sweep_cmd(
     corpus: Path,
@@ -87,6 +93,8 @@ def sweep_cmd(
     judge: str,
     labels: str | None,
     workers: int,
+    engine: str,
+    ray_address: str | None,
     quiet: bool,
 ) -> None:
     """Replay and judge a grid of policy parameters into one run (re-runs do only new points);
@@ -104,6 +112,8 @@ def sweep_cmd(
         labels=labels_path,
         workers=workers,
         progress=not quiet,
+        engine=engine,
+        ray_address=ray_address,
     )
     click.echo(summary.render())
 

@@ -104,6 +104,19 @@ def report_cmd(
     default=None,
     help="deps:LABELS — list instead the gold-required dependencies the judge missed.",
 )
+@option(
+    "--disagreements",
+    is_flag=True,
+    default=False,
+    help="List instead the (case, policy) pairs where the run's judges disagree, with each "
+    "judge's label and reason and the `ctxreplay show` command.",
+)
+@option(
+    "--judges",
+    default=None,
+    help="With --disagreements: these judges only, comma-separated labels or names "
+    "[default: every judge of the run].",
+)
 @option("--policy", default=None, help="Only this policy.")
 @judge()
 @option("--max-rows", type=click.IntRange(min=1), default=50, help="Rows shown.")
@@ -111,16 +124,30 @@ def audit_cmd(
     run: Path,
     category: str | None,
     missed: str | None,
+    disagreements: bool,
+    judges: str | None,
     policy: str | None,
     judge: str,
     max_rows: int,
 ) -> None:
-    """List the losses of one category with their evidence, or (``--missed deps:LABELS``) the
-    labelled dependencies the judge missed, for a person to inspect."""
+    """List the losses of one category with their evidence, (``--missed deps:LABELS``) the
+    labelled dependencies the judge missed, or (``--disagreements``) the cases where judges
+    disagree, for a person to inspect."""
     import polars as pl
 
     from ..reports import audit
 
+    if judges is not None and not disagreements:
+        fail("--judges goes with --disagreements", 2)
+    if disagreements:
+        from ..reports.formatting import terminal_width
+        from ..reports.render import render_disagreements
+        from ..reports.tables import disagreements as disagreeing
+
+        names = [j.strip() for j in judges.split(",") if j.strip()] if judges else None
+        frame = disagreeing(run, names, policy=policy)
+        echo_text(render_disagreements(frame, max_rows, terminal_width(None)))
+        return
     if missed is not None:
         from ..engines.calibrate import missed_dependencies, render_missed
 
@@ -128,7 +155,7 @@ def audit_cmd(
         echo_text(render_missed(frame, judge, max_rows))
         return
     if category is None:
-        fail("give --category CATEGORY or --missed deps:LABELS", 2)
+        fail("give --category CATEGORY, --missed deps:LABELS or --disagreements", 2)
     frame = audit(run, category, policy=policy, judge=judge)
     under = f" under {policy}" if policy else ""
     if frame.height == 0:

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .. import storage
 from ..errors import CtxreplayError
 from ..schema import CASES
 from .messages import Message
@@ -550,25 +551,45 @@ def select_suite(frame: pl.DataFrame, suite: str) -> pl.DataFrame:
     return frame.filter(pl.col("session_id").is_in(keep.implode()))
 
 
-def write_cases(frame: pl.DataFrame, path: str | os.PathLike[str], meta: dict[str, Any]) -> Path:
-    out = Path(path)
-    if out.suffix != ".parquet":
-        out = out / "cases.parquet" if out.is_dir() or not out.suffix else out
-    out.parent.mkdir(parents=True, exist_ok=True)
+def write_cases(
+    frame: pl.DataFrame, path: str | os.PathLike[str], meta: dict[str, Any]
+) -> Path | str:
+    """The cases as one Parquet file (a folder or a name without suffix gets ``cases.parquet``),
+    locally or at a URI (one PUT)."""
+    if storage.is_uri(path):
+        uri = str(path).rstrip("/")
+        out: Path | str = uri if uri.endswith(".parquet") else f"{uri}/cases.parquet"
+    else:
+        out = Path(path)
+        if out.suffix != ".parquet":
+            out = out / "cases.parquet" if out.is_dir() or not out.suffix else out
+        out.parent.mkdir(parents=True, exist_ok=True)
     table = frame.to_arrow().cast(CASES)
     table = table.replace_schema_metadata({b"ctxreplay": json.dumps(meta, sort_keys=True).encode()})
-    pq.write_table(table, out, compression="zstd")
+    fs, where = storage.resolve(out)
+    pq.write_table(table, where, compression="zstd", filesystem=fs)
     return out
 
 
-def check_cases_file(path: Path) -> None:
+def cases_file_of(path: str | os.PathLike[str]) -> str:
+    """Where the cases file of ``path`` (a file, or a folder holding ``cases.parquet``) is: the
+    absolute local path or the URI, as a run's manifest records it."""
+    if storage.is_uri(path):
+        uri = str(path).rstrip("/")
+        return uri if storage.is_file(uri) else f"{uri}/cases.parquet"
+    p = Path(path)
+    return str((p if not p.is_dir() else p / "cases.parquet").resolve())
+
+
+def check_cases_file(path: str | os.PathLike[str]) -> None:
     """Raise ``CaseError`` unless ``path`` is a readable cases file (reads only the footer)."""
     make = "make one with `ctxreplay cases CORPUS -o cases.parquet`"
-    if path.is_dir():
+    if storage.is_dir(path):
         raise CaseError(f"{path} is a folder, not a cases file; {make}")
     try:
-        schema = pq.read_schema(path)
-    except (OSError, pa.ArrowException) as e:
+        fs, where = storage.resolve(path)
+        schema = pq.read_schema(where, filesystem=fs)
+    except (OSError, pa.ArrowException, storage.StorageError) as e:
         raise CaseError(f"{path} is not a readable Parquet cases file ({e}); {make}") from None
     missing = [f.name for f in CASES if f.name not in schema.names]
     if missing:
@@ -579,13 +600,17 @@ def check_cases_file(path: Path) -> None:
 
 
 def read_cases(path: str | os.PathLike[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
-    p = Path(path)
-    if p.is_dir():
-        p = p / "cases.parquet"
-    if not p.exists():
+    p: Path | str
+    if storage.is_uri(path):
+        p = cases_file_of(path)
+    else:
+        p = Path(path)
+        p = p / "cases.parquet" if p.is_dir() else p
+    if not storage.exists(p):
         raise CaseError(f"no cases file at {p}")
     check_cases_file(p)
-    table = pq.read_table(p)
+    fs, where = storage.resolve(p)
+    table = pq.read_table(where, filesystem=fs)
     meta = json.loads((table.schema.metadata or {}).get(b"ctxreplay", b"{}"))
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
@@ -604,11 +629,11 @@ def cut_corpus(
     sample: int | None = None,
     seed: int = 0,
     skipped: list[tuple[str, int]] | None = None,
-) -> tuple[pl.DataFrame, Path]:
+) -> tuple[pl.DataFrame, Path | str]:
     """``ctxreplay cases`` as a function: options as the CLI spells them, the cases written with a
     record of how they were made (what a run's manifest later fingerprints). ``skipped`` collects
     the labelled cuts of sessions this corpus lacks."""
-    suffix = Path(out).suffix
+    suffix = Path(str(out).rsplit("/", 1)[-1]).suffix
     if suffix and suffix != ".parquet":
         raise CaseError(f"cases are written as Parquet: name the file *.parquet, not {out}")
     missed: list[tuple[str, int]] = []
@@ -625,7 +650,7 @@ def cut_corpus(
     if skipped is not None:
         skipped.extend(missed)
     meta = {
-        "corpus": str(corpus.path.resolve()),
+        "corpus": corpus.location,
         "corpus_fingerprint": corpus.fingerprint(),
         "triggers": list(triggers),
         "window": window,

@@ -118,7 +118,7 @@ def corpus_info(corpus: Corpus) -> dict[str, pl.DataFrame]:
 
 
 def render_info(corpus: Corpus) -> str:
-    parts = [f"corpus {corpus.path} (tokenizer {corpus.tokenizer_name}, {corpus.buckets} buckets)"]
+    parts = [f"corpus {corpus.shown} (tokenizer {corpus.tokenizer_name}, {corpus.buckets} buckets)"]
     info = corpus_info(corpus)
     files = info["files"]
     with pl.Config(

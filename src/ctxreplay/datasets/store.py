@@ -42,7 +42,10 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from .. import arrow_memory  # noqa: F401  (the allocator Arrow uses)
+from .. import (
+    arrow_memory,  # noqa: F401  (the allocator Arrow uses)
+    storage,
+)
 from ..errors import CtxreplayError
 from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS
 from ..version import __version__
@@ -843,12 +846,34 @@ def _damaged_part(folder: Path) -> tuple[Path, str] | None:
     return None
 
 
+def _local_copy(uri: str) -> Path:
+    """A corpus on object storage, read through a local copy made once per content (keyed by
+    its manifest's hash, what :meth:`Corpus.fingerprint` hashes): the readers below stay the
+    same code for both."""
+    manifest = storage.join(uri, "manifest.json")
+    try:
+        data = storage.read_bytes(manifest)
+    except storage.StorageError:
+        if storage.is_file(uri):
+            raise CorpusError(f"{uri} is a file, not a corpus folder; {MAKE['corpus']}") from None
+        raise CorpusError(
+            f"{uri} is not a ctxreplay corpus (no manifest.json); {MAKE['corpus']}"
+        ) from None
+    return storage.cached_copy(uri, hashlib.sha256(data).hexdigest()[:16], "corpora")
+
+
 class Corpus:
-    """A corpus folder, read lazily. A damaged file raises :class:`DamagedCorpusError` naming
+    """A corpus folder, read lazily (on object storage: through a cached local copy). A damaged file raises :class:`DamagedCorpusError` naming
     it, never a reader's traceback."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        #: where the corpus lives, as a run's manifest records it: a URI, or the absolute path
+        self.location = (
+            str(path).rstrip("/")
+            if storage.is_uri(path)
+            else str(storage.local_path(path).resolve())
+        )
+        self.path = _local_copy(self.location) if storage.is_uri(path) else storage.local_path(path)
         self.manifest: dict[str, Any] = read_manifest(self.path, "corpus", CorpusError)
         #: rows read from the corpus's files so far (filtered reads count the row groups read)
         self.rows_read = 0
@@ -859,6 +884,12 @@ class Corpus:
             raise DamagedCorpusError(
                 f"{self.path / 'manifest.json'} is damaged (bad {e}); {REMAKE}"
             ) from None
+
+    @property
+    def shown(self) -> str:
+        """The corpus as the user named it: its URI, or its path as given (not the local copy
+        of a corpus on object storage)."""
+        return self.location if storage.is_uri(self.location) else str(self.path)
 
     @property
     def tokenizer_name(self) -> str:

@@ -1,14 +1,15 @@
 """Judge calibration: agreement between judges, accuracy against labels or planted truth.
 
 Positive = ``impact``. Pairs where either side is unscored leave the comparison and are counted.
-Cohen's kappa and its asymptotic 95% interval come from statsmodels
-(``statsmodels.stats.inter_rater.cohens_kappa``). Per category, a judge "reports" a category when
-one of its losses carries it; sensitivity and specificity are computed for each category against
-the reference's losses.
+Cohen's kappa and its asymptotic 95% interval are ``reports.stats.cohen_kappa`` (statsmodels'
+``cohens_kappa``), the one the report's judge agreement uses too. Per category, a judge
+"reports" a category when one of its losses carries it; sensitivity and specificity are
+computed for each category against the reference's losses.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-from statsmodels.stats.inter_rater import cohens_kappa
 
+from ..reports.stats import cohen_kappa
 from ..runs import CalibrationError, calibration_path
 from ..schema import CATEGORIES
 
@@ -147,16 +148,11 @@ def compare(judged: pl.DataFrame, reference: pl.DataFrame, judge: str, against: 
     guess = (scored["label"] == "impact").to_list()
     overall = _rates(truth, guess)
     kappa = ci = None
-    if scored.height:
-        table = np.array([[overall.tp, overall.fn], [overall.fp, overall.tn]], dtype=float)
-        # kappa is undefined when both raters put everything in one class
-        if not ((table.sum(axis=0) == 0).any() and (table.sum(axis=1) == 0).any()):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                res = cohens_kappa(table)
-            if np.isfinite(res.kappa):
-                kappa = float(res.kappa)
-                low, high = float(res.kappa_low), float(res.kappa_upp)
-                ci = (low, high) if np.isfinite(low) and np.isfinite(high) else None
+    # kappa is undefined when both raters put everything in one class (nan)
+    k = cohen_kappa([[overall.tp, overall.fn], [overall.fp, overall.tn]])
+    if not math.isnan(k.kappa):
+        kappa = k.kappa
+        ci = (k.low, k.high) if not math.isnan(k.low) else None
     per: dict[str, Rates] = {}
     if "losses" in reference.columns and scored.height:
         ref_cats = [_categories(x) for x in scored["ref_losses"].to_list()]

@@ -310,11 +310,13 @@ def inputs_for(
     actions: Actions,
     sidecar: SidecarStore,
     counts: bool = True,
+    tools: tuple[Any, ...] | None = None,
 ) -> Iterator[Item]:
     """The judge inputs of one session: its prefixes, futures and object indexes are built
     once per case, whatever the number of policies. ``counts``: whether the judge reads the
     token counts of the index's objects (``Judge.reads_token_counts``); when not, they are 0
-    and nothing is tokenised."""
+    and nothing is tokenised. ``tools``: the session's tool definitions, for a judge that
+    reads them."""
     count = cached_counter(get_tokenizer().name) if counts else _no_count
     visible = [m for m in messages if m.visible]
     by_case: dict[str, list[tuple[str, bool]]] = {}
@@ -343,20 +345,46 @@ def inputs_for(
                     committed=committed,
                     summary=row.get("summary"),
                     cut=case["cut"],
+                    tools=tools,
                 ),
                 problem,
             )
 
 
 def chunk_inputs(
-    run: Path, corpus: Any, sidecar: SidecarStore, chunk: Chunk, counts: bool = True
+    run: Path,
+    corpus: Any,
+    sidecar: SidecarStore,
+    chunk: Chunk,
+    counts: bool = True,
+    tools: bool = False,
 ) -> Iterator[list[Item]]:
     """The judge inputs of each session of a chunk, one session at a time: the chunk's sessions
-    are read from the corpus in one call, its views from the parts that hold them."""
+    are read from the corpus in one call, its views from the parts that hold them. ``tools``:
+    whether the judge reads the sessions' tool definitions (``Judge.reads_session_tools``)."""
     views, actions = load_views(run, chunk)
     by_id = {w.session_id: w for w in chunk.works}
+    defined = session_tools(corpus, list(by_id)) if tools else {}
     for sid, messages in corpus.iter_sessions(list(by_id)):
-        yield list(inputs_for(by_id[sid], messages, views, actions, sidecar, counts))
+        yield list(
+            inputs_for(by_id[sid], messages, views, actions, sidecar, counts, defined.get(sid))
+        )
+
+
+def session_tools(corpus: Any, session_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    """The tool definitions recorded in these sessions' metadata (``tools``), by session; a
+    session without them (or with metadata that does not read) is left out."""
+    rows = corpus.session_rows("sessions", session_ids, ["session_id", "metadata"]).to_pylist()
+    out: dict[str, tuple[Any, ...]] = {}
+    for row in rows:
+        try:
+            meta = json.loads(row["metadata"] or "{}")
+        except ValueError:
+            continue
+        defs = meta.get("tools") if isinstance(meta, dict) else None
+        if isinstance(defs, list) and defs:
+            out[row["session_id"]] = tuple(d for d in defs if isinstance(d, dict))
+    return out
 
 
 #: the judge of a worker process, built once from the spec and the corpus state it was started
@@ -379,7 +407,14 @@ def _judge_chunk(run_path: str, corpus_path: str, chunk: Chunk) -> list[dict[str
     judge = _WORKER_JUDGE[0]
     run = Path(run_path)
     sidecar = SidecarStore(run / "sidecar")
-    inputs = chunk_inputs(run, Corpus(corpus_path), sidecar, chunk, judge.reads_token_counts)
+    inputs = chunk_inputs(
+        run,
+        Corpus(corpus_path),
+        sidecar,
+        chunk,
+        judge.reads_token_counts,
+        judge.reads_session_tools,
+    )
     with fewer_collections():
         return [
             verdict_row(run.name, item, judge, judge_one(judge, item, problem))
@@ -553,11 +588,17 @@ def run_judge(
     flush_every: int = 16,
     retry_unscored: bool = False,
     chunk_cases: int | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> JudgeSummary:
     """Judge every (case, policy) of a run not judged yet by this judge; with
     ``retry_unscored``, also those unscored after a transient model failure, replacing their
     rows. ``chunk_cases``: about how many cases are judged together (default: the replay's
-    chunk size); the verdicts are the same for any value."""
+    chunk size); the verdicts are the same for any value. ``engine``: ``local`` (processes, or
+    threads for a model judge) or ``ray`` (each chunk a Ray task, at ``ray_address``)."""
+    from .ray_engine import check_engine
+
+    check_engine(engine)
     started = time.perf_counter()
     run = Run(run_path)
     remove_stale_temps(run.path)  # what killed writers left; never another live process's
@@ -588,9 +629,10 @@ def run_judge(
     total = sum(chunk.pairs for chunk in chunks)
     bar = tqdm(total=total, unit="verdict", desc=f"judge {judge.name}", disable=not progress)
 
-    def record(rows: Iterable[dict[str, Any]]) -> None:
+    def record(rows: Iterable[dict[str, Any]], write: bool = True) -> None:
         rows = list(rows)
-        _write_part(rows, folder)
+        if write:  # (a Ray task writes its own parts)
+            _write_part(rows, folder)
         for r in rows:
             summary.judged += 1
             summary.labels[r["label"]] += 1
@@ -602,7 +644,11 @@ def run_judge(
         bar.update(len(rows))
 
     if total:
-        if judge.concurrent:
+        if engine == "ray":
+            _run_ray(
+                run, judge, chunks, lambda rows: record(rows, write=False), flush_every, ray_address
+            )
+        elif judge.concurrent:
             _run_threaded(run, judge, chunks, record, flush_every)
         else:
             _run_processes(run, judge, chunks, record, workers)
@@ -682,7 +728,9 @@ def _run_threaded(
     sessions = (
         items
         for chunk in chunks
-        for items in chunk_inputs(run.path, corpus, sidecar, chunk, counts)
+        for items in chunk_inputs(
+            run.path, corpus, sidecar, chunk, counts, judge.reads_session_tools
+        )
     )
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         for items in sessions:
@@ -703,3 +751,63 @@ def _run_threaded(
                     record(pending)
                     pending = []
     record(pending)
+
+
+# --- the Ray engine ------------------------------------------------------------------------
+
+#: what a Ray task sends back of each verdict row: what the summary counts
+TALLY = ("label", "unscored_reason", "usd", "cache_hit", "calls")
+
+
+def _run_ray(
+    run: Run,
+    judge: Judge,
+    chunks: list[Chunk],
+    record: Callable[[Iterable[dict[str, Any]]], None],
+    flush_every: int,
+    address: str | None,
+) -> None:
+    """Each chunk a Ray task (:mod:`.ray_engine`) that judges it and writes its verdict parts
+    itself, as the local engine would; a model judge's calls are held to the endpoint's limit
+    across the cluster. The corpus state is computed once, here, and shared."""
+    from .ray_engine import run_tasks
+
+    state = corpus_state(run, judge)
+    shared = (str(run.path), str(run.corpus.path), judge.describe(), state, flush_every)
+    for rows in run_tasks(
+        _judge_task, [(chunk,) for chunk in chunks], address=address, shared=shared
+    ):
+        record(rows)
+
+
+def _judge_task(
+    run_path: str,
+    corpus_path: str,
+    spec: dict[str, Any],
+    state: Any,
+    flush_every: int,
+    chunk: Chunk,
+) -> list[dict[str, Any]]:
+    """A Ray task: judge one chunk as the local engine does (a deterministic judge as a process
+    worker would, a model judge in threads), write its verdict parts; what the summary counts."""
+    judge = judges.rebuild(spec)
+    folder = Path(run_path) / "verdicts" / slug(judge.label)
+    tally: list[dict[str, Any]] = []
+
+    def write(rows: Iterable[dict[str, Any]]) -> None:
+        rows = list(rows)
+        _write_part(rows, folder)
+        tally.extend({k: r[k] for k in TALLY} for r in rows)
+
+    if judge.concurrent:
+        try:
+            _run_threaded(Run(run_path), judge, [chunk], write, flush_every)
+        finally:
+            judge.close()
+    else:
+        _start_worker(spec, state, pool=False)
+        try:
+            write(_judge_chunk(run_path, corpus_path, chunk))
+        finally:
+            _WORKER_JUDGE.clear()
+    return tally

@@ -50,6 +50,8 @@ class PipelineConfig:
     sample: int | None = None
     policies: tuple[str, ...] = DEMO_POLICIES
     workers: int = 2
+    engine: str = "local"  # or "ray": the same output (not an input of any stage)
+    ray_address: str | None = None
     tariff: str | None = None
     tariffs_path: str | None = None
     judge: str = DEFAULT_JUDGE
@@ -225,6 +227,8 @@ def run_pipeline(cfg: PipelineConfig, echo: Callable[[str], Any] = print) -> Pat
         tariffs_path=cfg.tariffs_path,
         progress=cfg.progress,
         seed=cfg.seed,
+        engine=cfg.engine,
+        ray_address=cfg.ray_address,
     )
     pipeline.done(stage)
     echo(summary.render())
@@ -234,6 +238,8 @@ def run_pipeline(cfg: PipelineConfig, echo: Callable[[str], Any] = print) -> Pat
         workers=cfg.workers,
         progress=cfg.progress,
         overrides=dict(cfg.judge_options),
+        engine=cfg.engine,
+        ray_address=cfg.ray_address,
     )
     echo(judged.render())
     report = build_report(

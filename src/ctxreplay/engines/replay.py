@@ -35,12 +35,13 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
-from ..datasets.cases import future_of, is_compaction, prefix_of, read_cases
+from .. import storage
+from ..datasets.cases import cases_file_of, future_of, is_compaction, prefix_of, read_cases
 from ..datasets.messages import Message, as_dict
 from ..datasets.rows import part_to_row
 from ..datasets.store import Corpus, created_at
 from ..datasets.tokenizer import CountCache, get_tokenizer
-from ..files import atomic_write_table, atomic_write_text, file_fingerprint, remove_stale_temps
+from ..files import atomic_write_table, atomic_write_text, remove_stale_temps
 from ..llm.endpoint import EndpointParams, in_run
 from ..policies.base import Policy, make_policy, rebuild_policy
 from ..policies.budget import editable_tokens
@@ -473,13 +474,18 @@ def run_replay(
     chunk_size: int = CHUNK_CASES,
     progress: bool = True,
     seed: int = 0,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> ReplaySummary:
+    """``engine``: ``local`` (worker processes) or ``ray`` (each (chunk, policies) a Ray task,
+    at ``ray_address``, default a new local Ray): the same parts either way."""
+    from .ray_engine import check_engine
+
+    check_engine(engine)
     started = time.perf_counter()
     corpus = Corpus(corpus_path)
     cases, cases_meta = read_cases(cases_path)
-    cases_file = (
-        Path(cases_path) if Path(cases_path).is_file() else Path(cases_path) / "cases.parquet"
-    )
+    cases_file = cases_file_of(cases_path)  # a local path or a URI (``storage``)
     policies = [make_policy(s) for s in policy_specs]
     labels = [p.label for p in policies]
     if len(set(labels)) != len(labels):
@@ -493,7 +499,7 @@ def run_replay(
     chunks = make_chunks(cases, chunk_size)
     made_from = {
         "corpus_fingerprint": corpus.fingerprint(),
-        "cases_fingerprint": file_fingerprint(cases_file),
+        "cases_fingerprint": storage.fingerprint(cases_file),
     }
     manifest = _manifest(
         run, corpus, cases_file, cases_meta, policies, tariff_obj, chunk_size, seed, chunks
@@ -523,7 +529,12 @@ def run_replay(
             bar.update(n)
             summary.computed += 1
 
-    if workers > 1 and len(todo) > 1:
+    if engine == "ray" and args:
+        from .ray_engine import run_tasks
+
+        for stats in run_tasks(run_chunk, args, address=ray_address):
+            collect(stats)
+    elif workers > 1 and len(todo) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             for fut in as_completed([pool.submit(run_chunk, *a) for a in args]):
                 collect(fut.result())
@@ -646,7 +657,7 @@ def _finish_summary(run: Path, per_policy: dict[str, PolicySummary]) -> None:
 def _manifest(
     run: Path,
     corpus: Corpus,
-    cases_file: Path,
+    cases_file: str,
     cases_meta: dict[str, Any],
     policies: list[Policy],
     tariff: Any,
@@ -659,10 +670,10 @@ def _manifest(
         "kind": "ctxreplay-run",
         "ctxreplay_version": __version__,
         "created_at": created_at(),
-        "corpus_path": str(corpus.path.resolve()),
+        "corpus_path": corpus.location,
         "corpus_fingerprint": corpus.fingerprint(),
-        "cases_path": str(cases_file.resolve()),
-        "cases_fingerprint": file_fingerprint(cases_file),
+        "cases_path": cases_file,
+        "cases_fingerprint": storage.fingerprint(cases_file),
         "cases": cases_meta,
         "tokenizer": corpus.manifest.get("tokenizer"),
         "tariff": tariff.__dict__,

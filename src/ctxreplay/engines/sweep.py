@@ -318,8 +318,11 @@ def run_sweep(
     tariffs_path: str | None = None,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> SweepSummary:
-    """Replay and judge every point of the grids into ``out``, reusing what is already there."""
+    """Replay and judge every point of the grids into ``out``, reusing what is already there
+    (``engine``: ``local`` or ``ray``, as for replay and judge; the gold labels are local)."""
     from ..judges.base import make_judge
     from ..judges.labels import load_labels
     from .calibrate import calibrate_against_deps
@@ -347,11 +350,21 @@ def run_sweep(
         tariff=tariff,
         tariffs_path=tariffs_path,
         progress=progress,
+        engine=engine,
+        ray_address=ray_address,
     )
     if echo:
         echo(summary.replay.render())
     summary.judged.append(
-        run_judge(out, judge, policies=labels_of_points, workers=workers, progress=progress)
+        run_judge(
+            out,
+            judge,
+            policies=labels_of_points,
+            workers=workers,
+            progress=progress,
+            engine=engine,
+            ray_address=ray_address,
+        )
     )
     if labels is not None:
         summary.calibration = calibrate_against_deps(

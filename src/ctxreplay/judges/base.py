@@ -108,6 +108,10 @@ class JudgeInput:
     committed: bool = True
     summary: str | None = None  # a planner's above-conversation summary, if committed
     cut: int | None = None  # the case's cut point (the seq of its first future message)
+    #: the tool definitions the session's requests carried, as the trace stored them (the
+    #: ``tools`` of the session metadata); None where the trace has none or the judge does
+    #: not read them (``Judge.reads_session_tools``)
+    tools: tuple[Mapping[str, Any], ...] | None = None
 
 
 def message_text(m: Message) -> str:
@@ -176,6 +180,9 @@ class Judge(Plugin, ABC):
     #: ``result_tokens`` of ``JudgeInput.index``): a judge that does not is given an index whose
     #: counts are 0, and the engine does not tokenise every prefix for it
     reads_token_counts: ClassVar[bool] = True
+    #: whether the judge reads the session's tool definitions (``JudgeInput.tools``): the
+    #: engine reads the sessions' metadata only for a judge that does
+    reads_session_tools: ClassVar[bool] = False
 
     @abstractmethod
     def judge(self, item: JudgeInput) -> Verdict:
@@ -200,7 +207,10 @@ DEFAULT_JUDGE = "flow"
 judges: Registry[type[Judge]] = Registry(
     "judge",
     "ctxreplay.judges",
-    tuple(f"ctxreplay.judges.{m}" for m in ("anchor_judge", "flow", "labels", "llm", "truth")),
+    tuple(
+        f"ctxreplay.judges.{m}"
+        for m in ("anchor_judge", "counterfactual", "flow", "labels", "llm", "probe", "truth")
+    ),
 )
 
 
@@ -216,7 +226,7 @@ def make_judge(spec: str | Judge, **overrides: str) -> Judge:
 #: counts of one block of sessions: (per key, in how many of them it occurs), and how many
 BlockCounts = tuple[Mapping[str, int], int]
 #: sessions read together by a corpus pass: a block of contiguous ids reads few row groups
-PASS_BLOCK = 256
+PASS_BLOCK = 64
 
 
 def _block_counts(
@@ -252,6 +262,9 @@ def _blocks(corpus: Any, block: int) -> list[list[str]]:
 
 #: what the aggregation of a corpus pass may hold in memory before DuckDB spills to disk
 PASS_MEMORY = "256MB"
+#: block counts from this size on (Parquet bytes) are summed by DuckDB in a new process of their
+#: own; below it, by Arrow in this one (a few MB, less than starting a process)
+APART_BYTES = 1 << 20
 
 
 def corpus_frequencies(
@@ -264,14 +277,18 @@ def corpus_frequencies(
     sessions or more (n: the sessions of the corpus), and n.
 
     ``count`` (a module-level function: it runs in worker processes) counts a block of
-    ``block`` sessions of contiguous ids; each block's counts go to a Parquet file and DuckDB
-    sums them, spilling to disk past ``PASS_MEMORY``: no process holds the corpus or every key
-    of it (most keys of a corpus occur in one or two sessions), whatever its size.
+    ``block`` sessions of contiguous ids; each block's counts go to a Parquet file, and once
+    they pass ``APART_BYTES`` DuckDB sums them in a process of its own, spilling to disk past
+    ``PASS_MEMORY``: no process that goes on to judge holds the corpus or every key of it (most
+    keys of a corpus occur in one or two sessions), whatever its size.
     """
     import tempfile
     from concurrent.futures import ProcessPoolExecutor
 
-    import duckdb
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from .count_sum import sum_counts_apart
 
     blocks = _blocks(corpus, block)
     workers = min(4, os.cpu_count() or 1, len(blocks))
@@ -286,14 +303,12 @@ def corpus_frequencies(
             n = sum(map(_block_counts, *args))
         if not blocks:
             return {}, 0
-        db = duckdb.connect()
-        try:
-            db.execute(f"SET memory_limit='{PASS_MEMORY}'")
-            db.execute("SET temp_directory=?", [tmp])
-            rows = db.execute(
-                "SELECT key, sum(c)::BIGINT FROM read_parquet(?) GROUP BY key HAVING sum(c) >= ?",
-                [f"{tmp}/block-*.parquet", max(1, at_least(n))],
-            ).fetchall()
-        finally:
-            db.close()
-    return {key: int(c) for key, c in rows}, n
+        least = max(1, at_least(n))
+        if sum(os.path.getsize(o) for o in outs) < APART_BYTES:  # a few MB at most in memory
+            summed = pq.read_table(outs).group_by("key").aggregate([("c", "sum")])
+            summed = summed.filter(pc.field("c_sum") >= least).rename_columns(["key", "c"])
+        else:  # DuckDB, spilling, in a process of its own (``count_sum``)
+            sum_counts_apart(f"{tmp}/block-*.parquet", least, tmp, PASS_MEMORY, f"{tmp}/sum")
+            summed = pq.read_table(f"{tmp}/sum")
+        rows = zip(summed["key"].to_pylist(), summed["c"].to_pylist(), strict=True)
+    return dict(rows), n

@@ -196,6 +196,7 @@ def displays(report: Report) -> list[Display]:
             report.cost.to_dicts(),
         ),
     ]
+    out[1:1] = judge_displays(report)  # several judges: side by side, and their agreement
     if report.failures.height:
         out.insert(
             1,
@@ -218,6 +219,74 @@ def displays(report: Report) -> list[Display]:
 
     out[1:1] = frontier_displays(report)  # a sweep's frontier, right after the no-impact table
     return out
+
+
+def judge_displays(report: Report) -> list[Display]:
+    """When the run holds several judges: each judge's no-impact per policy, and every pair's
+    agreement (Cohen's kappa) with the command that lists where they disagree."""
+    if report.agreement.height == 0:
+        return []
+    run = shlex.quote(str(report.run))
+    return [
+        display(
+            "judges",
+            "No-impact by judge",
+            "Each judge's verdicts of the same views: n = its scored verdicts; no-impact with "
+            "its Wilson 95% CI.",
+            [
+                ("judge", lambda r: r["judge"], False),
+                ("policy", lambda r: r["policy"], False),
+                ("n", lambda r: count(r["n"]), True),
+                ("unscored", lambda r: count(r["unscored"]), True),
+                ("no-impact %", lambda r: num(r["no_impact_pct"]), True),
+                ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
+            ],
+            report.judges.to_dicts(),
+        ),
+        display(
+            "agreement",
+            "Judge agreement",
+            "Pairs of judges over the (case, policy) pairs both scored (unscored and unjudged "
+            "pairs left out): raw agreement, and Cohen's kappa (impact as positive) with its "
+            "asymptotic 95% CI; – where undefined (a judge gave one label only).",
+            [
+                ("judge A", lambda r: r["judge_a"], False),
+                ("judge B", lambda r: r["judge_b"], False),
+                ("n", lambda r: count(r["n"]), True),
+                ("agree %", lambda r: num(r["agreement_pct"]), True),
+                ("kappa", lambda r: num(r["kappa"], 3), True),
+                ("kappa 95% CI", lambda r: ci(r["kappa_lo"], r["kappa_hi"], 3), True),
+                ("A impact only", lambda r: count(r["a_impact_only"]), True),
+                ("B impact only", lambda r: count(r["b_impact_only"]), True),
+            ],
+            report.agreement.to_dicts(),
+            (
+                "Where they disagree, each judge's label and reason: "
+                f"`ctxreplay audit {run} --disagreements [--judges A,B]`.",
+            ),
+        ),
+    ]
+
+
+def render_disagreements(frame: pl.DataFrame, max_rows: int = 50, width: int = 0) -> str:
+    """The pairs where judges disagree (``tables.disagreements``), for a person to read: each
+    judge's label and reason, and the command that opens the case."""
+    pairs = frame.select("case_id", "policy").unique(maintain_order=True)
+    if pairs.height == 0:
+        return "the judges agree on every (case, policy) pair both scored"
+    judges = ", ".join(dict.fromkeys(frame["judge"].to_list()))
+    lines = [f"{pairs.height} (case, policy) pairs where the judges disagree ({judges})"]
+    name = max(len(j) for j in frame["judge"].to_list())
+    for case_id, policy in pairs.head(max_rows).iter_rows():
+        rows = frame.filter((pl.col("case_id") == case_id) & (pl.col("policy") == policy))
+        lines.append(f"{case_id}  policy {policy}")
+        for r in rows.iter_rows(named=True):
+            reason = visible_controls(_clip(r["reason"], 160))
+            lines += wrap(f"{r['judge']:<{name}}  {r['label']:<9}  {reason}", width, "  ", "    ")
+        lines += wrap_command(rows["show"][0], width, "  $ ", "      ")
+    if pairs.height > max_rows:
+        lines.append(f"… {pairs.height - max_rows} more (--max-rows)")
+    return "\n".join(lines)
 
 
 def _taxonomydisplay(report: Report) -> Display:

@@ -37,16 +37,22 @@ from .recovery import (
 )
 from .render import render, save
 from .tables import (
+    AGREEMENT_SCHEMA,
     EXAMPLES,
+    JUDGES_SCHEMA,
+    LABEL_COLUMNS,
     PAIRED_SCHEMA,
     REFERENCE_MIN_PRUNING,
     ReportError,
+    agreement_table,
     as_run,
     best_policy,
     commit_reasons,
     cost_table,
     example_losses,
     failures_table,
+    judge_labels,
+    judges_table,
     losses_frame,
     no_impact_table,
     order_policies,
@@ -83,6 +89,10 @@ class Report:
     meta: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     frontier: Any = None  # frontier.Frontier when the run is a sweep (``ctxreplay sweep``)
+    #: when the run holds several judges: each judge's no-impact per policy, and every pair's
+    #: agreement (Cohen's kappa); empty otherwise
+    judges: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=JUDGES_SCHEMA))
+    agreement: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=AGREEMENT_SCHEMA))
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """The tables a report shows, by name, in report order."""
@@ -94,6 +104,11 @@ class Report:
             "cost": self.cost,
             "commit_reasons": self.commit_reasons,
             "failures": self.failures,
+            **(
+                {"judges": self.judges, "agreement": self.agreement}
+                if self.agreement.height
+                else {}
+            ),
             **(self.frontier.tables() if self.frontier is not None else {}),
         }
 
@@ -204,7 +219,8 @@ def build_report(
     sweep = sweep_of(run.manifest)
     if judge is None and sweep is not None:
         judge = sweep.get("judge")  # a sweep's report defaults to the judge it swept with
-    label = resolve_judge(read_verdicts(run.path, columns=["judge", "judge_name", *KEYS]), judge)
+    every = read_verdicts(run.path, columns=["judge_name", *LABEL_COLUMNS])
+    label = resolve_judge(every, judge)
     # a sweep's frontier compares judges; any other report reads one judge's verdicts, and
     # only the columns it shows
     verdicts = (
@@ -265,6 +281,9 @@ def build_report(
         else pl.DataFrame(schema=PAIRED_SCHEMA)
     )
     losses = losses_frame(run, rows)
+    # several judges: each one's no-impact beside the others', and how far they agree
+    several = every.height > 0 and every["judge"].n_unique() > 1
+    labels = judge_labels(every if several else every.head(0), figures)
     notes.extend(same_views(figures, policies))
     reasons = commit_reasons(rows)  # rows hold every figures column, one row per (policy, case)
     frontier = None
@@ -309,4 +328,6 @@ def build_report(
         meta=json.loads(json.dumps(meta, default=str)),
         notes=tuple(notes),
         frontier=frontier,
+        judges=judges_table(labels, policies, alpha),
+        agreement=agreement_table(labels),
     )

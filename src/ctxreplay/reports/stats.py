@@ -96,6 +96,65 @@ def wilson(k: int, n: int, alpha: float = 0.05) -> Proportion:
 
 
 @dataclass(frozen=True)
+class Kappa:
+    """Two raters' agreement on a yes/no label: raw agreement and Cohen's kappa (fractions)."""
+
+    n: int  # items both rated
+    agree: int  # of which rated alike
+    agreement: float  # agree / n
+    kappa: float  # nan when undefined (both raters put every item in one class, or n = 0)
+    low: float  # asymptotic 95% interval of kappa (nan where undefined)
+    high: float
+    table: tuple[tuple[int, int], tuple[int, int]]  # [[yes·yes, yes·no], [no·yes, no·no]]
+    method: str = "Cohen's kappa, asymptotic 95% interval (statsmodels cohens_kappa)"
+
+
+def cohen_kappa(table: Sequence[Sequence[int]]) -> Kappa:
+    """Cohen's kappa of a 2×2 table (rows: rater A yes/no, columns: rater B yes/no).
+
+    Method: ``statsmodels.stats.inter_rater.cohens_kappa`` — kappa = (p_o − p_e) / (1 − p_e)
+    with its asymptotic standard error, the interval clipped to [−1, 1]; undefined (``nan``)
+    when both raters put every item in one class each, or there are no items.
+
+    >>> k = cohen_kappa([[20, 5], [10, 15]])  # p_o = .7, p_e = .5
+    >>> round(k.kappa, 3), k.n, k.agree
+    (0.4, 50, 35)
+    """
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    t = np.asarray(table, dtype=float)
+    if t.shape != (2, 2) or (t < 0).any():
+        raise ValueError(f"need a 2x2 table of counts, got {table!r}")
+    n, agree = int(t.sum()), int(np.trace(t))
+    cells = ((int(t[0, 0]), int(t[0, 1])), (int(t[1, 0]), int(t[1, 1])))
+    undefined = Kappa(n, agree, agree / n if n else NAN, NAN, NAN, NAN, cells)
+    if n == 0 or ((t.sum(axis=0) == 0).any() and (t.sum(axis=1) == 0).any()):
+        return undefined
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res = cohens_kappa(t)
+    kappa = float(res.kappa)
+    if not math.isfinite(kappa):
+        return undefined
+    low, high = float(res.kappa_low), float(res.kappa_upp)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        low = high = NAN
+    else:  # the normal approximation runs past kappa's range near agreement
+        low, high = max(-1.0, low), min(1.0, high)
+    return Kappa(n, agree, agree / n, kappa, low, high, cells)
+
+
+def agreement(a: Sequence[bool], b: Sequence[bool]) -> Kappa:
+    """:func:`cohen_kappa` of two raters' yes/no ratings of the same items, in order."""
+    x = np.asarray(a, dtype=bool)
+    y = np.asarray(b, dtype=bool)
+    if x.shape != y.shape:
+        raise ValueError(f"ratings of different lengths: {len(x)} and {len(y)}")
+    return cohen_kappa(
+        [[int((x & y).sum()), int((x & ~y).sum())], [int((~x & y).sum()), int((~x & ~y).sum())]]
+    )
+
+
+@dataclass(frozen=True)
 class BootstrapInterval:
     """A point estimate with a percentile bootstrap interval over resampled clusters."""
 

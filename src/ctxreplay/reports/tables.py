@@ -581,6 +581,195 @@ def audit(
     return out
 
 
+# --- judges side by side, their agreement and disagreements -------------------------------
+
+#: what a run's verdicts say, judge by judge: the columns the judge tables read
+LABEL_COLUMNS = ["judge", "policy", "case_id", "label"]
+
+
+def judge_labels(verdicts: pl.DataFrame, figures: pl.DataFrame | None = None) -> pl.DataFrame:
+    """(judge, policy, case_id, label) of every verdict; with ``figures``, a case whose planner
+    failed is ``planner_failed`` whatever the judge said (as in ``outcomes``)."""
+    frame = verdicts.select(LABEL_COLUMNS)
+    if figures is None or "planner_failure" not in figures.columns:
+        return frame
+    failed = figures.filter(pl.col("planner_failure").is_not_null()).select(
+        "policy", "case_id", pl.lit(True).alias("_failed")
+    )
+    return (
+        frame.join(failed.unique(["policy", "case_id"]), on=["policy", "case_id"], how="left")
+        .with_columns(
+            pl.when(pl.col("_failed")).then(pl.lit("planner_failed")).otherwise(pl.col("label"))
+        )
+        .drop("_failed")
+    )
+
+
+JUDGES_SCHEMA = {
+    "judge": pl.String,
+    "policy": pl.String,
+    "verdicts": pl.Int64,
+    "unscored": pl.Int64,
+    "n": pl.Int64,  # scored: no_impact + impact
+    "no_impact": pl.Int64,
+    "no_impact_pct": pl.Float64,
+    "wilson_lo": pl.Float64,
+    "wilson_hi": pl.Float64,
+}
+
+
+def judges_table(
+    labels: pl.DataFrame, policies: Sequence[str], alpha: float = 0.05
+) -> pl.DataFrame:
+    """Judge × policy: the no-impact rate each judge gives each policy, with its Wilson
+    interval, so judges (flow, llm, probe, counterfactual, gold labels) sit side by side.
+    ``labels``: ``judge_labels``. Judges in name order, policies in ``policies`` order."""
+    rows = []
+    for judge in sorted(set(labels["judge"].to_list())):
+        mine = labels.filter(pl.col("judge") == judge)
+        for policy in policies:
+            of = mine.filter(pl.col("policy") == policy)["label"]
+            if of.len() == 0:
+                continue
+            k = int((of == "no_impact").sum())
+            n = k + int((of == "impact").sum())
+            w = stats.wilson(k, n, alpha)
+            rows.append(
+                {
+                    "judge": judge,
+                    "policy": policy,
+                    "verdicts": of.len(),
+                    "unscored": int((of == "unscored").sum()),
+                    "n": n,
+                    "no_impact": k,
+                    "no_impact_pct": stats.pct(w.estimate),
+                    "wilson_lo": stats.pct(w.low),
+                    "wilson_hi": stats.pct(w.high),
+                }
+            )
+    return pl.DataFrame(rows, schema=JUDGES_SCHEMA)
+
+
+AGREEMENT_SCHEMA = {
+    "judge_a": pl.String,
+    "judge_b": pl.String,
+    "n": pl.Int64,  # (case, policy) pairs both scored
+    "agree": pl.Int64,
+    "agreement_pct": pl.Float64,
+    "kappa": pl.Float64,  # NaN when undefined (each judge gave one label only)
+    "kappa_lo": pl.Float64,
+    "kappa_hi": pl.Float64,
+    "both_impact": pl.Int64,
+    "a_impact_only": pl.Int64,
+    "b_impact_only": pl.Int64,
+    "both_no_impact": pl.Int64,
+}
+
+
+def agreement_table(labels: pl.DataFrame, judges: Sequence[str] | None = None) -> pl.DataFrame:
+    """Every pair of judges: Cohen's kappa (``stats.cohen_kappa``, positive = impact) and raw
+    agreement over the (case, policy) pairs both scored; unscored, planner-failed and
+    unjudged pairs leave the comparison. ``labels``: ``judge_labels``; ``judges``: these
+    labels only, in this order (default: every judge, by name)."""
+    names = list(judges) if judges is not None else sorted(set(labels["judge"].to_list()))
+    scored = labels.filter(SCORED).select(
+        "judge", "policy", "case_id", (pl.col("label") == "impact").alias("impact")
+    )
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            both = (
+                scored.filter(pl.col("judge") == a)
+                .drop("judge")
+                .join(
+                    scored.filter(pl.col("judge") == b).drop("judge"),
+                    on=["policy", "case_id"],
+                    suffix="_b",
+                )
+            )
+            k = stats.agreement(both["impact"].to_list(), both["impact_b"].to_list())
+            (tt, tf), (ft, ff) = k.table
+            rows.append(
+                {
+                    "judge_a": a,
+                    "judge_b": b,
+                    "n": k.n,
+                    "agree": k.agree,
+                    "agreement_pct": stats.pct(k.agreement),
+                    "kappa": k.kappa,
+                    "kappa_lo": k.low,
+                    "kappa_hi": k.high,
+                    "both_impact": tt,
+                    "a_impact_only": tf,
+                    "b_impact_only": ft,
+                    "both_no_impact": ff,
+                }
+            )
+    return pl.DataFrame(rows, schema=AGREEMENT_SCHEMA)
+
+
+DISAGREEMENTS_SCHEMA = {
+    "case_id": pl.String,
+    "policy": pl.String,
+    "session_id": pl.String,
+    "judge": pl.String,
+    "label": pl.String,
+    "reason": pl.String,  # the judge's explanation, or why it could not score
+    "show": pl.String,
+}
+
+
+def disagreements(
+    run: Run | str | os.PathLike[str],
+    judges: Sequence[str] | None = None,
+    policy: str | None = None,
+) -> pl.DataFrame:
+    """The (case, policy) pairs where the judges' scored labels differ: one row per judge of
+    each such pair (its label and reason; an unscored judge is listed but does not make a
+    disagreement), with the command that opens the case. ``judges``: labels or names (default:
+    every judge of the run, at least two); ``policy``: one policy."""
+    r = as_run(run)
+    verdicts = read_verdicts(
+        r.path,
+        columns=[*LABEL_COLUMNS, "judge_name", "session_id", "explanation", "unscored_reason"],
+    )
+    present = sorted(set(verdicts["judge"].to_list()))
+    chosen = (
+        list(dict.fromkeys(str(resolve_judge(verdicts, j)) for j in judges)) if judges else present
+    )
+    if len(chosen) < 2:
+        raise ReportError(
+            "disagreements need verdicts from two judges; this run has: "
+            + (", ".join(present) or "none")
+        )
+    v = verdicts.filter(pl.col("judge").is_in(chosen))
+    if policy is not None:
+        v = v.filter(pl.col("policy") == r.resolve_policy(policy))
+    split = (
+        v.filter(SCORED)
+        .group_by("policy", "case_id")
+        .agg(pl.col("label").n_unique().alias("labels"))
+        .filter(pl.col("labels") > 1)
+        .select("policy", "case_id")
+    )
+    if split.height == 0:
+        return pl.DataFrame(schema=DISAGREEMENTS_SCHEMA)
+    order = {j: i for i, j in enumerate(chosen)}
+    out = v.join(split, on=["policy", "case_id"]).with_columns(
+        pl.coalesce("explanation", "unscored_reason").alias("reason"),
+        pl.col("judge").replace_strict(order, default=len(order)).alias("_order"),
+    )
+    shows = split.with_columns(
+        show=pl.Series([show_command(r, c, p) for p, c in split.iter_rows()], dtype=pl.String)
+    )
+    return (
+        out.join(shows, on=["policy", "case_id"])
+        .sort(["case_id", "policy", "_order"])
+        .select(list(DISAGREEMENTS_SCHEMA))
+        .cast(DISAGREEMENTS_SCHEMA)  # type: ignore[arg-type]
+    )
+
+
 # --- (d) cost -------------------------------------------------------------------------------
 
 COST_SCHEMA = {
