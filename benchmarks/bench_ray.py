@@ -10,12 +10,19 @@ per-verdict cost measured in the Ray tasks at the largest size, the on-paper est
 1M-session corpus (:func:`estimate`; its inputs are printed with it).
 
     python benchmarks/bench_ray.py [--base 125] [--sizes 1,4,16] [--cpus 2] [--keep DIR]
-                                   [--policies a,b,c] [--target 1000000] [--cores-per-node 32]
+                                   [--storage local,s3] [--policies a,b,c] [--target 1000000]
+                                   [--cores-per-node 32] [--tariff gpt-4o-mini]
+
+With ``--storage s3`` the same stages run with the corpus and cases on a moto S3 server started
+here (uploaded untimed) and the run on it too (worked on as a staged local copy, uploaded when
+each command ends). The llm judge's estimate uses its prompt tokens per verdict, rendered (not
+sent) over the first size's run, at a stated tariff, answer length and endpoint throughput.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -35,46 +42,64 @@ from bench_scale import POLICIES, in_child, policy_list
 SETUP = ("synth", "export", "import", "cases")
 
 
-def local_stages(root: Path, cpus: int, policies: str) -> dict[str, Any]:
+def where(root: Path, store: str | None) -> tuple[str, str, str]:
+    """Corpus, cases and the folder runs go in: under ``root``, or under the S3 URI ``store``
+    (the corpus and cases uploaded there by :func:`upload`)."""
+    base = store or str(root)
+    return f"{base}/corpus", f"{base}/cases.parquet", base
+
+
+def upload(root: Path, store: str) -> None:
+    """The corpus and cases of ``root`` copied to ``store`` (untimed: an import to S3 is
+    ``bench_object_storage.py``'s)."""
+    from ctxreplay import storage
+
+    storage.upload(root / "corpus", f"{store}/corpus")
+    storage.write_bytes(f"{store}/cases.parquet", (root / "cases.parquet").read_bytes())
+
+
+def local_stages(root: Path, cpus: int, policies: str, store: str | None) -> dict[str, Any]:
     """In a child: replay and judge with the local engine (into ``run-local``), timed in the
     process like the Ray stages (imports and start-up left out of both)."""
     from ctxreplay.engines.judge import run_judge
     from ctxreplay.engines.replay import run_replay
+    from ctxreplay.storage import staged
 
+    corpus, cases, base = where(root, store)
     names = policy_list(policies)
     t = time.perf_counter()
-    r = run_replay(
-        root / "corpus", root / "cases.parquet", names, root / "run-local", workers=cpus,
-        progress=False,
-    )  # fmt: skip
+    with staged(f"{base}/run-local") as run:
+        r = run_replay(corpus, cases, names, run, workers=cpus, progress=False)
     out: dict[str, Any] = {"replay": {"seconds": time.perf_counter() - t}}
     t = time.perf_counter()
-    run_judge(root / "run-local", "flow", workers=cpus, progress=False)
+    with staged(f"{base}/run-local") as run:
+        run_judge(run, "flow", workers=cpus, progress=False)
     out["judge-flow"] = {"seconds": time.perf_counter() - t}
     out["cases"] = r.cases
     return out
 
 
-def ray_stages(root: Path, cpus: int, policies: str) -> dict[str, Any]:
+def ray_stages(root: Path, cpus: int, policies: str, store: str | None) -> dict[str, Any]:
     """In a child: start a local Ray, replay and judge with the Ray engine (into ``run-ray``)."""
     import ray
 
     from ctxreplay.engines.judge import run_judge
     from ctxreplay.engines.replay import run_replay
+    from ctxreplay.storage import staged
 
+    corpus, cases, base = where(root, store)
     out: dict[str, Any] = {}
     started = time.perf_counter()
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     out["ray_start_s"] = time.perf_counter() - started
     t = time.perf_counter()
     names = policy_list(policies)
-    r = run_replay(
-        root / "corpus", root / "cases.parquet", names, root / "run-ray", progress=False,
-        engine="ray",
-    )  # fmt: skip
+    with staged(f"{base}/run-ray") as run:
+        r = run_replay(corpus, cases, names, run, progress=False, engine="ray")
     out["replay"] = _stage(time.perf_counter() - t, r.cases * len(names))
     t = time.perf_counter()
-    j = run_judge(root / "run-ray", "flow", progress=False, engine="ray")
+    with staged(f"{base}/run-ray") as run:
+        j = run_judge(run, "flow", progress=False, engine="ray")
     out["judge-flow"] = _stage(time.perf_counter() - t, j.judged)
     out["cases"] = r.cases
     out["driver_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -96,14 +121,14 @@ def _stage(seconds: float, units: int) -> dict[str, Any]:
     }
 
 
-def child(stage: str, root: Path, cpus: int, policies: str) -> dict[str, Any]:
+def child(stage: str, root: Path, cpus: int, policies: str, store: str | None) -> dict[str, Any]:
     """``local_stages`` or ``ray_stages`` in a fresh process; with its wall time and the peak
     RSS (MB) of it and the processes it waited for (the local engine's workers; not Ray's,
     which its tasks report)."""
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, __file__, "--stage", stage, "--root", str(root), "--cpus", str(cpus),
-         "--policies", policies],
+         "--policies", policies, *(["--store", store] if store else [])],
         stdout=subprocess.PIPE,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -148,6 +173,39 @@ def estimate(
     )  # fmt: skip
 
 
+def llm_estimate(
+    verdicts: float,
+    prompt_tokens: float,
+    completion_tokens: float,
+    tariff: str,
+    requests_per_s: float,
+) -> dict[str, Any]:
+    """The llm judge for ``verdicts`` verdicts: tokens, USD at ``tariff`` (``tariffs.toml``:
+    prompts uncached, the worst case), and endpoint-hours at ``requests_per_s`` per endpoint."""
+    from ctxreplay.tariffs import load_tariff
+
+    price = load_tariff(tariff)
+    usd = verdicts * price.cost(round(prompt_tokens), 0, round(completion_tokens))
+    return {
+        "verdicts": verdicts, "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens, "tariff": tariff,
+        "usd_per_mtok_in": price.input, "usd_per_mtok_out": price.output, "usd": usd,
+        "requests_per_s": requests_per_s,
+        "endpoint_hours": verdicts / requests_per_s / 3600,
+    }  # fmt: skip
+
+
+def prompt_tokens(run: Path) -> float:
+    """The llm judge's mean prompt tokens per (case, policy) of a run, rendered, not sent
+    (``bench_llm_prompt.measure`` at the judge's default budget)."""
+    from bench_llm_prompt import measure
+
+    from ctxreplay.judges.llm import LLMJudgeParams
+
+    judged, _, _ = measure(run, LLMJudgeParams().max_prompt_tokens)
+    return sum(judged) / max(1, len(judged))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -156,53 +214,61 @@ def main() -> None:
     ap.add_argument("--sizes", default="1,4,16", help="multiples of the base")
     ap.add_argument("--cpus", type=int, default=2, help="local workers, and the local Ray's CPUs")
     ap.add_argument("--policies", default=POLICIES, help="comma-separated, or `run`")
+    ap.add_argument(
+        "--storage", default="local", help="local, s3 (a moto S3 server here), or local,s3"
+    )
     ap.add_argument("--keep", type=Path, default=None, help="keep the data under this folder")
     ap.add_argument("--target", type=int, default=1_000_000, help="sessions to estimate for")
     ap.add_argument("--cores-per-node", type=int, default=32, help="for the estimate")
     ap.add_argument("--efficiency", type=float, default=0.8, help="for the estimate")
+    ap.add_argument("--tariff", default="gpt-4o-mini", help="llm judge model, for the estimate")
+    ap.add_argument(
+        "--completion-tokens", type=float, default=300, help="llm judge answer, for the estimate"
+    )
+    ap.add_argument(
+        "--endpoint-rps", type=float, default=4.0,
+        help="llm judge requests/s one endpoint serves (e.g. 16 in flight × 4 s)",
+    )  # fmt: skip
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--store", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.stage in ("local", "ray"):
         stages = local_stages if args.stage == "local" else ray_stages
-        print(json.dumps(stages(args.root, args.cpus, args.policies)))
+        print(json.dumps(stages(args.root, args.cpus, args.policies, args.store)))
         return
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench-ray-"))
-    rows: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
-    for mult in (int(x) for x in args.sizes.split(",")):
-        sessions = args.base * mult
-        root = base / f"x{mult}"
-        shutil.rmtree(root, ignore_errors=True)
-        root.mkdir(parents=True)
-        for name in SETUP:
-            in_child(name, root, sessions, args.cpus, args.policies)
-        local = child("local", root, args.cpus, args.policies)
-        remote = child("ray", root, args.cpus, args.policies)
-        remote["sessions"] = sessions
-        rows.append((mult, local, remote))
-        print(f"  {mult:>2}× done ({sessions} sessions)", file=sys.stderr, flush=True)
-        if args.keep is None:
-            shutil.rmtree(root)
+    os.environ.setdefault("CTXREPLAY_CACHE_DIR", str(base / "cache"))
+    kinds = args.storage.split(",")
+    with contextlib.ExitStack() as stack:
+        server = None
+        if "s3" in kinds:
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+            from s3_server import moto_s3
+
+            server = stack.enter_context(moto_s3("bench"))
+        rows, llm_tokens = sizes(args, base, kinds, server)
     print(
-        f"\n{'size':>5} {'sessions':>8} {'stage':<11} {'local s':>8} {'ray s':>7} "
+        f"\n{'size':>5} {'sessions':>8} {'storage':<7} {'stage':<11} {'local s':>8} {'ray s':>7} "
         f"{'ray/local':>9} {'local MB':>9} {'driver MB':>9} {'worker MB':>9} {'tasks':>6} "
         f"{'workers':>7} {'ray start s':>11}"
     )
-    for mult, local, remote in rows:
+    for mult, kind, local, remote in rows:
         for name in ("replay", "judge-flow"):
             lo, ra = local[name], remote[name]
             print(
-                f"{mult:>4}× {remote['sessions']:>8} {name:<11} {lo['seconds']:8.1f} "
+                f"{mult:>4}× {remote['sessions']:>8} {kind:<7} {name:<11} {lo['seconds']:8.1f} "
                 f"{ra['seconds']:7.1f} {ra['seconds'] / lo['seconds']:9.2f} "
                 f"{local['peak_mb']:9.0f} {remote['driver_mb']:9.0f} {ra['worker_mb']:9.0f} "
                 f"{ra['tasks']:>6} {ra['workers']:>7} {remote['ray_start_s']:11.1f}"
             )
     print(
         "\n(seconds: in the process, start-up and imports left out; local MB: the local "
-        "child and its workers; driver MB / worker MB: the Ray driver, the largest Ray worker)"
+        "child and its workers; driver MB / worker MB: the Ray driver, the largest Ray worker; "
+        "s3: corpus and cases read from the S3 server, the run staged and uploaded)"
     )
     # the estimate, from the largest size's task time per unit
-    mult, local, remote = rows[-1]
+    mult, _, local, remote = max(rows, key=lambda r: r[0])
     per_session = remote["cases"] / remote["sessions"]
     n_policies = len(policy_list(args.policies))
     print(
@@ -210,18 +276,58 @@ def main() -> None:
         f"{per_session:.2f} cases/session, {n_policies} policies, "
         f"{args.cores_per_node} cores/node, efficiency {args.efficiency:.0%}"
     )
+    units = 0.0
     for name in ("replay", "judge-flow"):
         ra = remote[name]
         e = estimate(
             name, args.target, per_session, n_policies, ra["task_seconds"] / max(1, ra["units"]),
             args.cores_per_node, args.efficiency,
         )  # fmt: skip
+        units = e.units
         print(
             f"  {name:<11} {e.units:>14,.0f} units × {e.seconds_per_unit * 1000:7.2f} ms = "
             f"{e.core_hours:8.1f} core-hours = {e.node_hours:6.2f} node-hours "
             f"(10 nodes: {e.node_hours / 10 * 60:5.1f} min)"
         )
         print(f"    inputs: {json.dumps(asdict(e))}")
+    llm = llm_estimate(units, llm_tokens, args.completion_tokens, args.tariff, args.endpoint_rps)
+    print(
+        f"  judge-llm   {units:>14,.0f} verdicts × {llm_tokens:,.0f} prompt + "
+        f"{args.completion_tokens:,.0f} completion tokens = ${llm['usd']:,.0f} at {args.tariff}; "
+        f"{llm['endpoint_hours']:,.0f} endpoint-hours at {args.endpoint_rps:g} requests/s "
+        f"(100 endpoints: {llm['endpoint_hours'] / 100:,.1f} h)"
+    )
+    print(f"    inputs: {json.dumps(llm)}")
+
+
+def sizes(
+    args: argparse.Namespace, base: Path, kinds: list[str], server: Any
+) -> tuple[list[tuple[int, str, dict[str, Any], dict[str, Any]]], float]:
+    """Every size, on every storage: (size, storage, local, ray), and the llm judge's mean
+    prompt tokens per verdict (measured at the first size: it does not grow with the corpus)."""
+    rows: list[tuple[int, str, dict[str, Any], dict[str, Any]]] = []
+    llm_tokens = 0.0
+    for mult in (int(x) for x in args.sizes.split(",")):
+        sessions = args.base * mult
+        root = base / f"x{mult}"
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        for name in SETUP:
+            in_child(name, root, sessions, args.cpus, args.policies)
+        for kind in kinds:
+            store = server.uri(f"x{mult}") if kind == "s3" else None
+            if store:
+                upload(root, store)
+            local = child("local", root, args.cpus, args.policies, store)
+            remote = child("ray", root, args.cpus, args.policies, store)
+            remote["sessions"] = sessions
+            rows.append((mult, kind, local, remote))
+            print(f"  {mult:>2}× {kind} done ({sessions} sessions)", file=sys.stderr, flush=True)
+        if not llm_tokens and (root / "run-local").is_dir():
+            llm_tokens = prompt_tokens(root / "run-local")
+        if args.keep is None:
+            shutil.rmtree(root)
+    return rows, llm_tokens
 
 
 if __name__ == "__main__":

@@ -128,16 +128,23 @@ class FakeOpenAI:
                     fake.authorizations.append(self.headers.get("authorization") or "")
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                answered = False
                 try:
                     reply = fake._next(body)
                     if reply.delay:
                         time.sleep(reply.delay)
+                    # no longer in flight once the answer starts: the client may have all of
+                    # it, and send its next request, before this thread would count it done
+                    with fake._lock:
+                        fake.in_flight -= 1
+                    answered = True
                     self._send(reply)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout): nothing to answer
                 finally:
-                    with fake._lock:
-                        fake.in_flight -= 1
+                    if not answered:
+                        with fake._lock:
+                            fake.in_flight -= 1
 
             def _send(self, reply: Reply) -> None:
                 if isinstance(reply.body, str):

@@ -598,7 +598,7 @@ def run_judge(
     threads for a model judge) or ``ray`` (each chunk a Ray task, at ``ray_address``)."""
     from .ray_engine import check_engine
 
-    check_engine(engine)
+    check_engine(engine, ray_address)
     started = time.perf_counter()
     run = Run(run_path)
     remove_stale_temps(run.path)  # what killed writers left; never another live process's

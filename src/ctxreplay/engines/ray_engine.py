@@ -36,12 +36,32 @@ class RayEngineError(CtxreplayError):
     pass
 
 
-def check_engine(engine: str) -> None:
-    """Fail before any work on an unknown engine, or on ``ray`` when Ray is not installed."""
+def check_engine(engine: str, address: str | None = None) -> None:
+    """Fail before any work on an unknown engine, on ``ray`` when Ray is not installed, or
+    when nothing listens at the cluster ``address`` (Ray itself would retry for minutes)."""
     if engine not in ENGINES:
         raise RayEngineError(f"unknown engine {engine!r}; the engines are {', '.join(ENGINES)}")
     if engine == "ray":
         _ray()
+        if address and address != "auto":
+            _reachable(address)
+
+
+#: how long a cluster address is given to accept a connection
+CONNECT_S = 5.0
+
+
+def _reachable(address: str) -> None:
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise RayEngineError(f"--ray-address {address!r} is not auto, host:port or ray://host:port")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_S).close()
+    except OSError as e:
+        raise RayEngineError(
+            f"no Ray cluster answers at {address} ({e.strerror or e}); start one with "
+            "`ray start --head`, or give the address it printed"
+        ) from None
 
 
 def _ray() -> Any:
@@ -59,7 +79,10 @@ def connect(address: str | None = None) -> Any:
     ray = _ray()
     if not ray.is_initialized():
         if address:
-            ray.init(address=address, log_to_driver=False)
+            try:
+                ray.init(address=address, log_to_driver=False)
+            except ConnectionError as e:  # ``auto`` with no cluster on this node, say
+                raise RayEngineError(f"cannot join the Ray cluster at {address}: {e}") from None
         else:
             ray.init(include_dashboard=False, log_to_driver=False)
     return ray

@@ -481,7 +481,7 @@ def run_replay(
     at ``ray_address``, default a new local Ray): the same parts either way."""
     from .ray_engine import check_engine
 
-    check_engine(engine)
+    check_engine(engine, ray_address)
     started = time.perf_counter()
     corpus = Corpus(corpus_path)
     cases, cases_meta = read_cases(cases_path)
