@@ -33,8 +33,12 @@ def head() -> Iterator[str]:
     ray.shutdown()
 
 
-def ctxreplay(*args: str) -> subprocess.CompletedProcess[str]:
+def ctxreplay(*args: str, ray_address: str | None = None) -> subprocess.CompletedProcess[str]:
+    """A ``ctxreplay`` process; ``ray_address``: the cluster ``auto`` finds (``RAY_ADDRESS``, as
+    ``ray start`` leaves it for the processes of its node)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    if ray_address:
+        env["RAY_ADDRESS"] = ray_address
     return subprocess.run(
         [sys.executable, "-m", "ctxreplay", *args], env=env, capture_output=True, text=True
     )
@@ -49,13 +53,15 @@ def test_replay_and_judge_join_a_running_cluster(
 
     on_ray = tmp_path / "ray"
     policies = [a for p in POLICIES for a in ("--policy", p)]
-    engine = ["--engine", "ray", "--ray-address", head, "--quiet"]
     replay = ctxreplay(
         "replay", str(synth_corpus), "--cases", str(synth_cases), *policies, "-o", str(on_ray),
-        *engine,
+        "--engine", "ray", "--ray-address", head, "--quiet",
     )  # fmt: skip
     assert replay.returncode == 0, replay.stderr
-    judge = ctxreplay("judge", str(on_ray), "--judge", "flow", *engine)
+    judge = ctxreplay(
+        "judge", str(on_ray), "--judge", "flow", "--engine", "ray", "--ray-address", "auto",
+        "--quiet", ray_address=head,
+    )  # fmt: skip
     assert judge.returncode == 0, judge.stderr
 
     assert files(on_ray) == files(local)
