@@ -24,11 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-POLICIES = ("tool-prune:keep=1", "observation-masking:keep=1", "self-gc")
+sys.path.insert(0, str(Path(__file__).parent))
+#: the same run as the counterfactual judge's cost is measured on
+from bench_counterfactual_cost import build_run
+
 #: stand-ins for what the model writes per case (typical length of a written probe)
 WRITTEN = (
     ("continuation", "What is still pending for the user's request, and what is the next step?",
@@ -36,18 +40,6 @@ WRITTEN = (
     ("decision", "Why did the agent choose this approach over the alternative it considered?",
      "Because the first attempt failed with a permission error on the target file."),
 )  # fmt: skip
-
-
-def build_run(work: Path, sessions: int, seed: int) -> Path:
-    from ctxreplay.datasets.cases import cut_corpus
-    from ctxreplay.datasets.store import Corpus
-    from ctxreplay.datasets.synth import generate
-    from ctxreplay.engines.replay import run_replay
-
-    generate(work / "corpus", sessions=sessions, seed=seed, progress=False)
-    _, cases = cut_corpus(Corpus(work / "corpus"), work / "cases.parquet", triggers=["user-turns"])
-    run_replay(work / "corpus", cases, list(POLICIES), work / "run", workers=1, progress=False)
-    return work / "run"
 
 
 def measure(run_path: Path, example: bool) -> None:

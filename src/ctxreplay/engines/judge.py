@@ -551,6 +551,7 @@ def plan_work(
     }
     size = chunk_cases or int(run.manifest.get("chunk_size") or CHUNK_CASES)
     chunks: list[Chunk] = []
+    label_of: dict[str, str] = {}  # one string per policy label, not one per pair
     for (sid,), group in todo.group_by("session_id", maintain_order=True):
         work = Work(str(sid), [], [])
         parts: dict[str, set[str]] = {}
@@ -558,10 +559,11 @@ def plan_work(
         for case_id, policy, committed, part in group.select(
             "case_id", "policy", "committed", "part"
         ).iter_rows():
+            row = case_rows[case_id]
             if case_id not in seen:
                 seen.add(case_id)
-                work.cases.append(case_rows[case_id])
-            work.pairs.append((case_id, policy, committed))
+                work.cases.append(row)
+            work.pairs.append((row["case_id"], label_of.setdefault(policy, policy), committed))
             parts.setdefault(policy, set()).add(part)
         chunk = chunks[-1] if chunks else None
         if chunk is None or (
@@ -606,12 +608,7 @@ def run_judge(
     if isinstance(judge.params, EndpointParams):
         # a model judge logs its calls in the run (RUN/calls/) and, with cache_dir=auto, keeps
         # its own response cache there: a killed run resumes from it without paying twice
-        from dataclasses import replace
-
-        params = in_run(judge.params, run.path)
-        if params.cache_dir == "auto":
-            params = replace(params, cache_dir=str(run.path / "llm-cache"))
-        judge = type(judge)(params)
+        judge = type(judge)(in_run(judge.params, run.path))
     summary = JudgeSummary(judge.label)
     summary.set_aside = set_aside_damaged_verdicts(run.path, judge.label)
     folder = run.path / "verdicts" / slug(judge.label)
@@ -620,10 +617,15 @@ def run_judge(
     chunks, summary.skipped, summary.deferred = plan_work(
         run, judge.label, policies, limit, redo, chunk_cases
     )
-    asked = {(p, c) for chunk in chunks for w in chunk.works for (c, p, _) in w.pairs}
     retried = (
         {(p, c) for p, c in redo.select("policy", "case_id").iter_rows()}
         if redo is not None
+        else set()
+    )
+    # the pairs asked again (a set of every pair of the run only when some are retried)
+    again = (
+        {(p, c) for chunk in chunks for w in chunk.works for (c, p, _) in w.pairs} & retried
+        if retried
         else set()
     )
     total = sum(chunk.pairs for chunk in chunks)
@@ -654,7 +656,6 @@ def run_judge(
             _run_processes(run, judge, chunks, record, workers)
     bar.close()
     judge.close()
-    again = asked & retried
     if again:  # the new rows are written: the old ones go
         drop_verdicts(earlier, again)
         summary.retried = len(again)

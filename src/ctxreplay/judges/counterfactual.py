@@ -38,22 +38,23 @@ import json
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..datasets.messages import Message, Part
 from ..datasets.openai_format import to_openai
 from ..llm.completion import Completion, ModelCallError, is_transient
-from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
+from ..llm.endpoint import EndpointParams
 from ..registry import param
 from ..replay.objects import ObjectIndex, owner_of
 from ..text.anchors import ROUTE, is_constraint
 from ..text.facts import shape_floor, squash, token_set
-from .base import Judge, JudgeInput, Loss, Usage, Verdict, availability, judge, parts_text
+from .base import JudgeInput, Loss, Verdict, availability, judge, parts_text
 from .flow import message_facts
+from .llm import ModelJudge, Spend
 
 if TYPE_CHECKING:
-    from ..llm.client import ModelClient
+    pass
 
 TOOL_MODES = ("auto", "session", "derived", "none")
 
@@ -556,32 +557,11 @@ class _Asked:
     prompt_hash: str | None = None
 
 
-@dataclass
-class _Spent:
-    """What a verdict paid (answers from the cache cost nothing)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    usd: float = 0.0
-    calls: int = 0
-    paid: list[bool] = field(default_factory=list)
-
-    def add(self, asked: _Asked) -> None:
-        c = asked.completion
-        if c is None:
-            self.calls += asked.attempts
-            self.paid.append(asked.attempts > 0)
-            return
-        self.paid.append(not c.cache_hit)
-        if c.cache_hit:
-            return
-        self.prompt_tokens += c.usage.prompt_tokens
-        self.completion_tokens += c.usage.completion_tokens
-        self.usd += c.usd or 0.0
-        self.calls += c.attempts
-
-    def usage(self) -> Usage:
-        return Usage(self.prompt_tokens, self.completion_tokens, self.usd, self.calls)
+def _spend(spent: Spend, asked: _Asked) -> None:
+    if asked.completion is None:
+        spent.failed(asked.attempts)
+    else:
+        spent.add(asked.completion)
 
 
 def _unscored(what: str, problem: str | None) -> str:
@@ -595,14 +575,12 @@ def _unscored(what: str, problem: str | None) -> str:
 
 
 @judge("counterfactual")
-class CounterfactualJudge(Judge):
+class CounterfactualJudge(ModelJudge):
     """Counterfactual next-action replay (the online test of JetBrains' "Complexity Trap",
     offline): the model acts on the view and on the full prefix; impact when the actions differ."""
 
-    concurrent: ClassVar[bool] = True
     reads_token_counts: ClassVar[bool] = False
     reads_session_tools: ClassVar[bool] = True
-    operational: ClassVar[frozenset[str]] = OPERATIONAL
 
     @dataclass(frozen=True)
     class Params(EndpointParams):
@@ -631,23 +609,8 @@ class CounterfactualJudge(Judge):
 
     def __init__(self, params: CounterfactualJudge.Params | None = None) -> None:
         super().__init__(params)
-        self._client = LazyClient(self.params, caller=self.label)
         #: request key → its outcome, for requests the endpoint refused for good
         self._refused: dict[str, _Asked] = {}
-
-    # the client holds sockets and locks: workers rebuild it from the params
-    def __getstate__(self) -> dict[str, Any]:
-        return {"params": self.params}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["params"])  # type: ignore[misc]
-
-    @property
-    def client(self) -> ModelClient:
-        return self._client.get()
-
-    def close(self) -> None:
-        self._client.close()
 
     # --- requests -----------------------------------------------------------------------------
 
@@ -706,8 +669,8 @@ class CounterfactualJudge(Judge):
         tools, source = tools_for(item, p.tools)
         args = self.call_args(tools)
         baseline = self._ask(item.prefix, args)
-        spent = _Spent()
-        spent.add(baseline)
+        spent = Spend()
+        _spend(spent, baseline)
         recorded = recorded_action(item.future)
         doc: dict[str, Any] = {
             "tools_from": source,
@@ -720,16 +683,16 @@ class CounterfactualJudge(Judge):
             return Verdict.unscored(
                 _unscored("baseline unavailable", baseline.problem),
                 usage=spent.usage(),
-                cache_hit=not any(spent.paid),
+                cache_hit=spent.cache_hit,
                 prompt_hash=baseline.prompt_hash,
                 raw=json.dumps(doc, ensure_ascii=False),
             )
         view = self._ask(item.view, args)
-        spent.add(view)
+        _spend(spent, view)
         doc["view"] = view.action.as_dict() if view.action else None
         common: dict[str, Any] = {
             "usage": spent.usage(),
-            "cache_hit": not any(spent.paid),
+            "cache_hit": spent.cache_hit,
             "prompt_hash": view.prompt_hash,
         }
         if view.action is None:

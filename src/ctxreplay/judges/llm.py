@@ -121,19 +121,56 @@ class LLMJudgeParams(EndpointParams):
     tokenizer: str = "o200k_base"
 
 
-@judge("llm")
-class LLMJudge(Judge):
-    """Model-based judge (Self-GC's judge setup) over any OpenAI-compatible endpoint."""
+@dataclass
+class Spend:
+    """What the requests of one verdict paid. An answer from the cache costs nothing: the
+    verdict that first asked it paid, so a request the policies of a case share (a baseline, a
+    case's probes) is counted once in a run's sums."""
 
-    Params = LLMJudgeParams
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usd: float = 0.0
+    calls: int = 0
+    asked: int = 0
+    paid: int = 0  # requests sent (not served from the cache), failed ones included
+
+    def add(self, c: Completion) -> None:
+        self.asked += 1
+        if c.cache_hit:
+            return
+        self.paid += 1
+        self.prompt_tokens += c.usage.prompt_tokens
+        self.completion_tokens += c.usage.completion_tokens
+        self.usd += c.usd or 0.0
+        self.calls += c.attempts
+
+    def failed(self, attempts: int) -> None:
+        """A request that got no answer after ``attempts`` calls (0: none was sent)."""
+        self.asked += 1
+        self.calls += attempts
+        self.paid += attempts > 0
+
+    @property
+    def cache_hit(self) -> bool:
+        """Every request of the verdict came from the cache (and there was one)."""
+        return self.asked > 0 and self.paid == 0
+
+    def usage(self) -> Usage:
+        return Usage(self.prompt_tokens, self.completion_tokens, self.usd, self.calls)
+
+
+class ModelJudge(Judge):
+    """What every judge that asks a model shares: its client, built on first use from the
+    endpoint params and never pickled (it holds sockets and locks: a worker rebuilds it), calls
+    in threads, and the params that change no answer (``OPERATIONAL``)."""
+
     concurrent: ClassVar[bool] = True
     operational: ClassVar[frozenset[str]] = OPERATIONAL
 
-    def __init__(self, params: LLMJudgeParams | None = None) -> None:
+    def __init__(self, params: Any = None) -> None:
         super().__init__(params)
         self._client = LazyClient(self.params, caller=self.label)
 
-    # the client holds sockets and locks: workers rebuild it from the params
     def __getstate__(self) -> dict[str, Any]:
         return {"params": self.params}
 
@@ -146,6 +183,13 @@ class LLMJudge(Judge):
 
     def close(self) -> None:
         self._client.close()
+
+
+@judge("llm")
+class LLMJudge(ModelJudge):
+    """Model-based judge (Self-GC's judge setup) over any OpenAI-compatible endpoint."""
+
+    Params = LLMJudgeParams
 
     # --- prompt and request ---------------------------------------------------------------
 

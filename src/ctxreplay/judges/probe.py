@@ -41,25 +41,24 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from statsmodels.stats.proportion import proportion_confint
 
 from ..datasets.messages import Message, Part
 from ..datasets.tokenizer import get_tokenizer
-from ..llm.completion import Completion, ModelCallError
-from ..llm.endpoint import OPERATIONAL, LazyClient
+from ..llm.completion import ModelCallError
 from ..llm.structured import NOT_BLANK, Answer, json_schema, parse_json_answer, read_answer
 from ..registry import param
 from ..replay.objects import latest_user_message, owner_of
 from ..text.facts import KV_LINE, json_pairs, key_words, normalise, shape_floor, squash, tokens
 from ..text.quoting import TAG, close_delimiter, neutralise, open_delimiter, shorten
-from .base import Judge, JudgeInput, Loss, Usage, Verdict, judge, rendered
+from .base import JudgeInput, Loss, Verdict, judge, rendered
 from .flow import FlowJudge, Use
-from .llm import LLMJudgeParams
+from .llm import LLMJudgeParams, ModelJudge, Spend
 
 if TYPE_CHECKING:
-    from ..llm.client import ModelClient
+    pass
 
 A = TypeVar("A", bound=Answer)
 
@@ -434,36 +433,11 @@ class _Failed(Exception):
 
 
 @dataclass
-class _Tally:
-    """What the requests of one verdict cost, and whether all came from the cache."""
+class _Tally(Spend):
+    """What the requests of one verdict paid, and their raw answers and prompt hashes."""
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    usd: float = 0.0
-    calls: int = 0
-    cache_hit: bool = True
-    asked: int = 0
     raws: dict[str, str] = field(default_factory=dict)
     hashes: dict[str, str] = field(default_factory=dict)
-
-    def add(self, c: Completion) -> None:
-        self.asked += 1
-        self.prompt_tokens += c.usage.prompt_tokens
-        self.completion_tokens += c.usage.completion_tokens
-        self.usd += 0.0 if c.cache_hit else (c.usd or 0.0)
-        self.calls += c.attempts
-        self.cache_hit = self.cache_hit and c.cache_hit
-
-    def merge(self, other: _Tally) -> None:
-        self.asked += other.asked
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.usd += other.usd
-        self.calls += other.calls
-        self.cache_hit = self.cache_hit and other.cache_hit
-
-    def usage(self) -> Usage:
-        return Usage(self.prompt_tokens, self.completion_tokens, self.usd, self.calls)
 
 
 @dataclass(frozen=True)
@@ -494,7 +468,7 @@ MEMO_CASES = 64
 
 
 @judge("probe")
-class ProbeJudge(Judge):
+class ProbeJudge(ModelJudge):
     """Probe judge (Factory's compression-evaluation probes): recall, artifact, continuation
     and decision questions answered by a model from the view, and graded."""
 
@@ -509,31 +483,14 @@ class ProbeJudge(Judge):
             1, "continuation and decision probes the model writes per case, of each kind", ge=0
         )
 
-    concurrent: ClassVar[bool] = True
-    operational: ClassVar[frozenset[str]] = OPERATIONAL
     reads_token_counts = False
 
     def __init__(self, params: ProbeJudge.Params | None = None) -> None:
         super().__init__(params)
-        self._client = LazyClient(self.params, caller=self.label)
         self._flow = FlowJudge()
         self._lock = threading.Lock()  # the flow judge and the memo are not thread-safe
         self._memo: OrderedDict[tuple[Any, ...], tuple[Probe, ...]] = OrderedDict()
         self._case_locks: dict[tuple[Any, ...], threading.Lock] = {}
-
-    # the client holds sockets and locks: workers rebuild it from the params
-    def __getstate__(self) -> dict[str, Any]:
-        return {"params": self.params}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["params"])  # type: ignore[misc]
-
-    @property
-    def client(self) -> ModelClient:
-        return self._client.get()
-
-    def close(self) -> None:
-        self._client.close()
 
     def corpus_state(self, corpus: Any) -> Any:
         """The flow judge's token weights: the probes come from its dependencies."""
@@ -560,8 +517,7 @@ class ProbeJudge(Judge):
         try:
             c = self.client.complete(messages, **args)
         except ModelCallError as e:
-            tally.calls += e.attempts
-            tally.cache_hit = False
+            tally.failed(e.attempts)
             raise _Failed(f"model call failed: {e.reason}", e.prompt_hash) from None
         tally.add(c)
         tally.raws[name] = c.text
@@ -701,7 +657,7 @@ class ProbeJudge(Judge):
             return Verdict.unscored(
                 e.reason,
                 usage=tally.usage(),
-                cache_hit=tally.asked > 0 and tally.cache_hit,
+                cache_hit=tally.cache_hit,
                 prompt_hash=e.prompt_hash,
                 raw=json.dumps(tally.raws, ensure_ascii=False) if tally.raws else None,
             )
@@ -768,7 +724,7 @@ class ProbeJudge(Judge):
             reason[:1000],
             dependencies=len(probes),
             usage=tally.usage(),
-            cache_hit=tally.asked > 0 and tally.cache_hit,
+            cache_hit=tally.cache_hit,
             prompt_hash=tally.hashes.get("answers"),
             raw=json.dumps(raw, ensure_ascii=False),
         )

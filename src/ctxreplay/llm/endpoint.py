@@ -5,7 +5,8 @@ The LLM judge and the LLM planners all reach a model the same way. Their paramet
 (a plugin pickles as its parameters only, so each worker process builds its own client).
 
 An engine hands its run folder to a plugin with :func:`in_run`: the plugin's client then writes
-one row per call to ``RUN/calls/`` (:mod:`.calls`), under the plugin's label.
+one row per call to ``RUN/calls/`` (:mod:`.calls`), under the plugin's label, and keeps its
+responses in ``RUN/llm-cache/`` unless told another cache.
 """
 
 from __future__ import annotations
@@ -64,10 +65,19 @@ class EndpointParams:
 P = TypeVar("P")
 
 
+#: the folder of a run holding the responses of its model calls (``cache_dir=auto``)
+RUN_CACHE = "llm-cache"
+
+
 def in_run(params: P, run_dir: str | os.PathLike[str]) -> P:
-    """``params`` with ``run_dir`` set, when they are endpoint parameters (else unchanged)."""
+    """``params`` with ``run_dir`` set, and ``cache_dir=auto`` made the run's own
+    ``llm-cache/``, when they are endpoint parameters (else unchanged): a killed or re-run
+    stage, on any worker or node that reaches the run, is served its answers from there."""
     if isinstance(params, EndpointParams):
-        return replace(params, run_dir=str(run_dir))
+        cache = params.cache_dir
+        if cache.strip().lower() == "auto":
+            cache = os.path.join(os.fspath(run_dir), RUN_CACHE)
+        return replace(params, run_dir=str(run_dir), cache_dir=cache)
     return params
 
 
