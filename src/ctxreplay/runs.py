@@ -250,23 +250,45 @@ def check_markers(run: Path, label: str) -> None:
                 )
 
 
-def read_table(table: str, parts: Sequence[Path], run: Path) -> pl.DataFrame:
+def read_table(
+    table: str,
+    parts: Sequence[Path],
+    run: Path,
+    columns: Sequence[str] | None = None,
+    part_column: str | None = None,
+) -> pl.DataFrame:
     """One policy's chunks of a table. Figures gain columns over versions: chunks written
     before a column existed read it as null (and columns this version does not know are left
     out), so a run made by an older version still reads, even half resumed by a newer one.
-    A part that cannot be read raises :class:`DamagedRunError` naming it."""
+    ``columns``: only these (the others are never read); ``part_column``: a column naming the
+    part file of each row. A part that cannot be read raises :class:`DamagedRunError` naming it."""
     if not parts:
-        return pl.from_arrow(SCHEMAS[table].empty_table())  # type: ignore[return-value]
-    if table != "figures":
-        return read_parts(parts, pl.read_parquet, lambda: replay_repair(run))
-    schema = pl.from_arrow(FIGURES.empty_table()).schema  # type: ignore[union-attr]
-    return read_parts(
-        parts,
-        lambda fs: pl.scan_parquet(
-            fs, schema=schema, missing_columns="insert", extra_columns="ignore"
-        ).collect(),
-        lambda: replay_repair(run),
+        empty = pl.from_arrow(SCHEMAS[table].empty_table())
+        assert isinstance(empty, pl.DataFrame)
+        if part_column:
+            empty = empty.with_columns(pl.lit(None, pl.String).alias(part_column))
+        return empty if columns is None else empty.select(*columns, *filter(None, [part_column]))
+    schema = (
+        pl.from_arrow(FIGURES.empty_table()).schema  # type: ignore[union-attr]
+        if table == "figures"
+        else None
     )
+
+    def read(files: list[Path]) -> pl.DataFrame:
+        scan = pl.scan_parquet(
+            files,
+            schema=schema,
+            missing_columns="insert" if schema else "raise",
+            extra_columns="ignore" if schema else "raise",
+            include_file_paths=part_column,
+        )
+        if columns is not None:
+            scan = scan.select(*columns, *filter(None, [part_column]))
+        if part_column:
+            scan = scan.with_columns(pl.col(part_column).str.split("/").list.last())
+        return scan.collect()
+
+    return read_parts(parts, read, lambda: replay_repair(run))
 
 
 class Run:

@@ -79,3 +79,44 @@ def test_verdicts_are_the_same_for_any_chunk_size_and_worker_count(
     one, whole, two = (_verdicts(r) for r in runs)
     assert one.height == 2 * 292
     assert one.equals(whole) and one.equals(two)
+
+
+def test_the_chunk_plan_holds_whole_sessions_every_pair_once(
+    synth_corpus, synth_cases, tmp_path
+) -> None:
+    """The plan makes each chunk when it is asked for: whole sessions, at most ``size`` cases
+    unless one session alone holds more, every pending pair exactly once with its case row and
+    the figures part that lists it."""
+    from ctxreplay.datasets.cases import read_cases
+    from ctxreplay.engines.judge import plan_work
+    from ctxreplay.runs import Run
+
+    policies = ["noop", "tool-prune:keep=1", "observation-masking"]
+    run_replay(synth_corpus, synth_cases, policies, tmp_path / "run", progress=False)
+    cases = read_cases(synth_cases)[0]
+    per_session = dict(cases.group_by("session_id").len().iter_rows())
+    for size in (1, 5, 40, 100_000):
+        plan, skipped, deferred = plan_work(Run(tmp_path / "run"), "flow", chunk_cases=size)
+        assert (skipped, deferred) == (0, 0)
+        assert plan.pairs == cases.height * len(policies)
+        chunks = list(plan)
+        assert len(chunks) == len(plan) and plan[-1] == chunks[-1]
+        pairs, sessions = [], []
+        for chunk in chunks:
+            n = sum(len(w.cases) for w in chunk.works)
+            assert n <= size or len(chunk.works) == 1
+            for w in chunk.works:
+                sessions.append(w.session_id)
+                assert len(w.cases) == per_session[w.session_id]  # the whole session
+                assert {c["session_id"] for c in w.cases} == {w.session_id}
+                cuts = [c["cut"] for c in w.cases]
+                assert cuts == sorted(cuts)
+                ids = {c["case_id"] for c in w.cases}
+                assert {c for c, _, _ in w.pairs} == ids
+                pairs += [(p, c) for c, p, _ in w.pairs]
+            assert set(chunk.parts) == set(policies)
+        assert len(sessions) == len(set(sessions)) == len(per_session)
+        assert len(pairs) == len(set(pairs)) == plan.pairs
+        assert set(plan.pair_keys().iter_rows()) == set(pairs)
+    one, _, _ = plan_work(Run(tmp_path / "run"), "flow", chunk_cases=100_000)
+    assert len(one) == 1
