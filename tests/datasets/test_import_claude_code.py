@@ -17,6 +17,7 @@ from ctxreplay.datasets.importers.sniffing import SNIFF_BYTES
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Message, Part, Session, Usage
 from ctxreplay.datasets.store import Corpus, session_id_for
+from ctxreplay.replay.view import view_problems
 
 from builders import CORPORA, FIXTURES, corpus_path, read_items
 
@@ -267,7 +268,7 @@ def test_empty_and_summary_only_files_are_one_reject_each(tmp_path: Path) -> Non
     (folder / "empty.jsonl").write_bytes(b"")
     summary = import_paths([folder], tmp_path / "c", progress=False)
     assert (summary.sessions, dict(summary.rejected)) == (
-        8,
+        9,
         {"empty_session": 1, "empty_file": 1},
     )
     corpus = Corpus(tmp_path / "c")
@@ -376,6 +377,13 @@ def _independent(files: list[Path]) -> dict[str, int]:
         out["sub"] += sum(1 for r in talk if r["isSidechain"] and r["parentUuid"] is None)
         out["messages"] += sum(r["type"] == "user" for r in talk) + len(local)
         out["messages"] += len({r["message"]["id"] for r in talk if r["type"] == "assistant"})
+        out["api_errors"] += len(
+            {
+                r["message"]["id"]
+                for r in talk
+                if r["type"] == "assistant" and r.get("isApiErrorMessage")
+            }
+        )
         blocks = [
             b
             for r in talk
@@ -404,7 +412,10 @@ def test_public_logs_import_with_independent_counts(tmp_path: Path) -> None:
         "claude-code/subagent": expected["sub"],
     }
     assert (expected["main"], expected["sub"]) == (60, 30)
-    assert rows["n_messages"].sum() == rows["n_visible_messages"].sum() == expected["messages"]
+    assert rows["n_messages"].sum() == expected["messages"]
+    # the CLI's records of failed requests are kept, not visible
+    assert expected["api_errors"] > 0
+    assert rows["n_visible_messages"].sum() == expected["messages"] - expected["api_errors"]
     assert rows["n_tool_calls"].sum() == expected["tool_calls"]
     assert rows["n_tool_results"].sum() == expected["tool_results"]
     # every line accounted: sessions + rejects + skipped
@@ -445,3 +456,25 @@ def test_public_sub_agents_name_their_parents(tmp_path: Path) -> None:
     assert sum(1 for m in subs if m.get("warmup")) == 8
     assert len(subs) - len(linked) == 12
     assert importers.get(FMT).suffixes == (".jsonl",)
+
+
+# --- a tool interrupted by the user ----------------------------------------------------------
+
+
+def test_text_typed_while_a_tool_ran_follows_its_result_as_the_api_took_it() -> None:
+    """The CLI records what the user typed during a call, and the failed request it caused,
+    before the call's result; the API takes a turn's results first. The session is imported in
+    that order, the failed request not visible, so every request point is a valid request."""
+    (s,), _ = _read("interrupted_tool.jsonl")
+    assert [(m.role, m.visible, m.flags, (m.parts[0].content or "")[:30]) for m in s.messages] == [
+        ("user", True, (), "Search the web for SAM 2 pipel"),
+        ("assistant", True, (), ""),  # the call
+        ("user", True, (), "Web search results: sam2-clip-"),  # the result, first
+        ("user", True, (), "Look for related projects too,"),
+        ("assistant", False, ("api_error",), "API Error: 400 tool_use ids we"),
+        ("user", True, ("turn_aborted",), "[Request interrupted by user f"),
+        ("assistant", True, (), "sam2-clip-search is the closes"),
+    ]
+    visible = [m for m in s.messages if m.visible]
+    assert view_problems(visible) == []
+    assert [m.source_path for m in s.messages] == [f"line {n}" for n in (1, 2, 5, 3, 4, 6, 7)]

@@ -29,7 +29,7 @@ Claude Code writes each content block of one API response as its own record: con
 assistant records of one ``message.id`` become one message (parallel tool calls are one message),
 with the usage of the last (``anthropic_usage``). Flags: ``cli_meta`` (``isMeta``: text the CLI
 injects, which the model reads), ``api_error`` (``isApiErrorMessage``: the CLI's synthetic
-assistant message for a failed request), ``local_command`` (a ``system`` record of subtype
+assistant message for a failed request; not visible), ``local_command`` (a ``system`` record of subtype
 ``local_command``: the slash command and its output that versions up to 1.x wrote as plain user
 messages, behind an ``isMeta`` caveat telling the model not to answer them; kept as that user
 message), ``turn_aborted`` (the CLI's exact ``[Request interrupted by user...]`` texts),
@@ -570,8 +570,47 @@ def _build(group: _Group, by_uuid: dict[str, _Node]) -> _Built:
     if not any(m.parts for m in messages):
         empty = RecordError("empty_session", "no message of the session holds any content")
         raise _NodeError(group.first, empty)
+    sent = _as_sent(messages)
+    if sent != list(range(len(messages))):
+        at = {old: new for new, old in enumerate(sent)}
+        messages[:] = [messages[i] for i in sent]
+        unit_at = {node: at[i] for node, i in unit_at.items()}
     built.metadata = _metadata(group, order, messages, unit_at, built, by_uuid)
     return built
+
+
+def _as_sent(messages: list[Message]) -> list[int]:
+    """The order of the messages as the API took them (indexes into ``messages``).
+
+    While a tool runs the user may type, or interrupt it: the CLI records that text (and the
+    failed request it may cause, an ``api_error`` message, which is not visible) before the
+    tool's result, although the API only accepts the results of a turn's calls first in the
+    user message that follows it (the CLI sends consecutive user messages as one). So between
+    an assistant message that makes calls and the next visible assistant message, the messages
+    holding results go first, the others after them in their order."""
+    out: list[int] = []
+    i, n = 0, len(messages)
+    while i < n:
+        m = messages[i]
+        out.append(i)
+        i += 1
+        if not (
+            m.visible and m.role == "assistant" and any(p.type == "tool_call" for p in m.parts)
+        ):
+            continue
+        j = i
+        while j < n and not (messages[j].visible and messages[j].role == "assistant"):
+            j += 1
+        run = range(i, j)
+        results = [
+            k
+            for k in run
+            if messages[k].visible
+            and any(p.type == "tool_call_response" for p in messages[k].parts)
+        ]
+        out += results + [k for k in run if k not in results]
+        i = j
+    return out
 
 
 def _failing(nodes: list[_Node], e: BaseException) -> _Node:
@@ -628,7 +667,8 @@ def _message(nodes: list[_Node], abandoned: bool, first_of_tree: bool) -> Messag
         role=role,
         parts=tuple(parts),
         is_error=is_error,
-        visible=not abandoned,
+        # the CLI's record of a failed request is not what the model said, and not sent again
+        visible=not abandoned and FLAG_API_ERROR not in flags,
         flags=tuple(flags),
         usage=usage,
         timestamp=timestamp,
