@@ -137,3 +137,46 @@ def test_cases_are_the_same_however_the_corpus_files_are_split(tmp_path) -> None
     assert len(list((tmp_path / "whole" / "messages").rglob("*.parquet"))) < len(split_files)
     assert frames[0].height > 20
     assert frames[0].equals(frames[1])
+
+
+def test_a_context_that_splits_a_call_from_its_result_is_never_cut(tmp_path) -> None:
+    """A message recorded between a call and its result (text typed while a tool ran) makes
+    every later context one no provider accepts, until a compaction starts it again: those
+    assistant messages are never cut, and the command says how many it left out."""
+    from ctxreplay.datasets.messages import Message, Part
+
+    from builders import make_corpus, result, say, system, user
+
+    compact = Message("user", (Part.text("Summary of the work so far."),))
+    compact = Message(compact.role, compact.parts, flags=("compaction_summary",))
+    corpus = make_corpus(
+        tmp_path / "c",
+        {
+            "split": [
+                system(),  # 0
+                user("Look the order up."),  # 1
+                Message("assistant", (Part.call("c1", "lookup", {"id": 7}),)),  # 2: a cut
+                user("Hurry, please."),  # 3: typed while the lookup ran
+                result("c1", "order 7: shipped"),  # 4
+                say("Order 7 has shipped."),  # 5: never cut
+                user("And order 8?"),  # 6
+                say("Let me check order 8."),  # 7: never cut
+                compact,  # 8: the context starts again here
+                user("Now order 9."),  # 9
+                say("Order 9 is on its way."),  # 10: a cut again
+            ]
+        },
+    )
+    unsendable: list[tuple[str, int]] = []
+    frame = build_cases(corpus, [parse_trigger("every:1")], unsendable=unsendable)
+    assert frame["cut"].to_list() == [2, 10]
+    assert unsendable == [("s-split", 5), ("s-split", 7)]
+    out = CliRunner().invoke(
+        main, ["cases", str(corpus.path), "-o", str(tmp_path / "c.parquet"), "--trigger", "every:1"]
+    )
+    assert out.exit_code == 0, out.output
+    assert (
+        "never cut: 2 assistant messages of 1 sessions whose recorded context no provider "
+        "accepts (a message between a tool call and its result; e.g. s-split@5)"
+    ) in " ".join(out.output.split())
+    assert read_cases(tmp_path / "c.parquet")[1]["unsendable_points"] == 2

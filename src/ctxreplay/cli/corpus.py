@@ -201,6 +201,7 @@ def cases_cmd(
     from ..datasets.cases import cut_corpus, why_no_cases
 
     skipped: list[tuple[str, int]] = []
+    unsendable: list[tuple[str, int]] = []
     frame, path = cut_corpus(
         Corpus(corpus),
         out,
@@ -212,6 +213,7 @@ def cases_cmd(
         sample=sample,
         seed=seed,
         skipped=skipped,
+        unsendable=unsendable,
     )
     sessions = frame["session_id"].n_unique() if frame.height else 0
     click.echo(f"{frame.height} cases from {sessions} sessions → {path}")
@@ -222,6 +224,13 @@ def cases_cmd(
         click.echo(
             f"  skipped {len(skipped)} cuts of {n} sessions not in this corpus "
             f"(e.g. {skipped[0][0]}@{skipped[0][1]})"
+        )
+    if unsendable:
+        n = len({sid for sid, _ in unsendable})
+        click.echo(
+            f"  never cut: {len(unsendable)} assistant messages of {n} sessions whose recorded "
+            "context no provider accepts (a message between a tool call and its result; "
+            f"e.g. {unsendable[0][0]}@{unsendable[0][1]})"
         )
     if frame.height:
         kinds = frame["trigger"].str.split("+").explode().str.replace(r":\d+$", "").value_counts()

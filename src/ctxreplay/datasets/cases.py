@@ -163,6 +163,9 @@ class SessionShape:
     compaction: list[bool]
     #: every tool call before message i has its result
     settled: list[bool]
+    #: message i would be a request point, but its recorded context is no valid request: a
+    #: message came between a call and its result (no provider accepts that order)
+    unsendable: list[bool]
 
     def start(self, index: int) -> int:
         """Where the context of a cut at ``index`` begins: the latest compaction before it."""
@@ -248,12 +251,22 @@ def _shape(sid: str, group: pl.DataFrame) -> SessionShape:
     compaction = group["compaction"].to_list()
     pending: set[str] = set()
     seen_user = False
+    split = False  # a message came between a call and its result, in the context so far
     request_point: list[bool] = []
     settled: list[bool] = []
-    for role, made, answered, is_turn in zip(roles, calls, responses, user_turn, strict=True):
-        request_point.append(role == "assistant" and not pending and seen_user)
+    unsendable: list[bool] = []
+    for role, made, answered, is_turn, summary in zip(
+        roles, calls, responses, user_turn, compaction, strict=True
+    ):
+        point = role == "assistant" and not pending and seen_user
+        request_point.append(point and not split)
+        unsendable.append(point and split)
         settled.append(not pending)
         seen_user = seen_user or is_turn
+        if summary:
+            split = False  # the context starts again at a compaction summary (``prefix_of``)
+        elif pending and not answered:
+            split = True
         pending.update(made or ())
         pending.difference_update(answered or ())
     return SessionShape(
@@ -266,6 +279,7 @@ def _shape(sid: str, group: pl.DataFrame) -> SessionShape:
         request_point=request_point,
         compaction=compaction,
         settled=settled,
+        unsendable=unsendable,
     )
 
 
@@ -461,12 +475,15 @@ def build_cases(
     sample: int | None = None,
     seed: int = 0,
     skipped: list[tuple[str, int]] | None = None,
+    unsendable: list[tuple[str, int]] | None = None,
 ) -> pl.DataFrame:
     """All cases of a corpus as a frame (schema ``CASES``), in session and cut order.
 
     ``cuts``: session id (or source id) → cuts (``read_cuts``). Optional cuts of
     sessions the corpus lacks are appended to ``skipped`` as (session, cut); if none of the
-    explicit cuts fits the corpus, that is an error."""
+    explicit cuts fits the corpus, that is an error. ``unsendable`` collects the (session,
+    seq) of assistant messages that are no request point because their recorded context splits
+    a call from its result (``SessionShape.unsendable``): never cut, always said."""
     if not triggers and not cuts:
         raise CaseError("give at least one --trigger or --cuts")
     sessions = frame_of(corpus.table("sessions", ["session_id", "source_session_id"]))
@@ -499,6 +516,12 @@ def build_cases(
         if len(rows) >= CASE_ROWS:
             made.append(pa.Table.from_pylist(rows, schema=CASES))
             rows = []
+        if unsendable is not None:
+            unsendable.extend(
+                (shape.session_id, q)
+                for q, bad in zip(shape.seq, shape.unsendable, strict=True)
+                if bad
+            )
         found: dict[int, str] = {}
         ends: dict[int, int] = {}
         for trigger in triggers:
@@ -509,7 +532,8 @@ def build_cases(
             if cut not in shape.seq or not shape.request_point[shape.seq.index(cut)]:
                 raise CaseError(
                     f"cut {cut} in session {shape.session_id} is not a request point "
-                    "(a visible assistant message with every earlier tool call answered)"
+                    "(a visible assistant message with every earlier tool call answered, "
+                    "each right after its call)"
                 )
             index = shape.seq.index(cut)
             found[index] = f"{found[index]}+cut" if index in found else "cut"
@@ -629,14 +653,17 @@ def cut_corpus(
     sample: int | None = None,
     seed: int = 0,
     skipped: list[tuple[str, int]] | None = None,
+    unsendable: list[tuple[str, int]] | None = None,
 ) -> tuple[pl.DataFrame, Path | str]:
     """``ctxreplay cases`` as a function: options as the CLI spells them, the cases written with a
     record of how they were made (what a run's manifest later fingerprints). ``skipped`` collects
-    the labelled cuts of sessions this corpus lacks."""
+    the labelled cuts of sessions this corpus lacks, ``unsendable`` the assistant messages whose
+    recorded context no provider would take (never cut)."""
     suffix = Path(str(out).rsplit("/", 1)[-1]).suffix
     if suffix and suffix != ".parquet":
         raise CaseError(f"cases are written as Parquet: name the file *.parquet, not {out}")
     missed: list[tuple[str, int]] = []
+    bad: list[tuple[str, int]] = []
     frame = build_cases(
         corpus,
         [parse_trigger(t, window) for t in triggers],
@@ -646,9 +673,12 @@ def cut_corpus(
         sample=sample,
         seed=seed,
         skipped=missed,
+        unsendable=bad,
     )
     if skipped is not None:
         skipped.extend(missed)
+    if unsendable is not None:
+        unsendable.extend(bad)
     meta = {
         "corpus": corpus.location,
         "corpus_fingerprint": corpus.fingerprint(),
@@ -656,6 +686,7 @@ def cut_corpus(
         "window": window,
         "cuts": str(cuts) if cuts else None,
         "cuts_skipped": len(missed),
+        "unsendable_points": len(bad),
         "horizon": horizon,
         "suite": suite,
         "sample": sample,
