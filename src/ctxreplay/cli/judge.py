@@ -9,7 +9,7 @@ import click
 
 from .app import fail, main
 from .labels import deps_labels
-from .options import endpoint, engine, folder, judge, option, quiet, workers
+from .options import engine, folder, judge, judging, option, quiet, workers
 
 
 @main.command("judges")
@@ -26,23 +26,9 @@ def judges_cmd() -> None:
 @main.command("judge")
 @folder("run")
 @judge(help="flow · anchor · llm · truth · deps:path=LABELS (name[:key=value,...]).")
-@option("--policy", multiple=True, help="Only these policies [default: all in the run].")
-@endpoint
-@option("--concurrency", default=None, help="Calls in flight per endpoint (llm judge).")
+@judging
 @workers
 @engine
-@option(
-    "--limit",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Judge at most N pairs (for trying things out).",
-)
-@option(
-    "--retry-unscored",
-    is_flag=True,
-    help="Also ask again the pairs left unscored by transient model failures (timeouts, "
-    "connection errors, 429, 5xx), replacing their verdicts; never those the model answered.",
-)
 @quiet
 def judge_cmd(
     run: Path,

@@ -119,6 +119,25 @@ endpoint = _combine(
     ),
 )
 
+#: what ``judge`` and ``act`` take besides the judge: which pairs, the endpoint, how many
+judging = _combine(
+    option("--policy", multiple=True, help="Only these policies [default: all in the run]."),
+    endpoint,
+    option("--concurrency", default=None, help="Calls in flight per endpoint (model judges)."),
+    option(
+        "--limit",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Judge at most N pairs (for trying things out).",
+    ),
+    option(
+        "--retry-unscored",
+        is_flag=True,
+        help="Also ask again the pairs left unscored by transient model failures (timeouts, "
+        "connection errors, 429, 5xx), replacing their verdicts; never those the model answered.",
+    ),
+)
+
 
 def judge(
     default: str | None = DEFAULT_JUDGE, help: str = "Judge label or name."

@@ -686,7 +686,7 @@ def run_judge(
                 run, judge, chunks, lambda rows: record(rows, write=False), flush_every, ray_address
             )
         elif judge.concurrent:
-            _run_threaded(run, judge, chunks, record, flush_every)
+            _run_threaded(run, judge, chunks, record, flush_every, corpus_state(run, judge))
         else:
             _run_processes(run, judge, chunks, record, workers)
     bar.close()
@@ -754,9 +754,11 @@ def _run_threaded(
     chunks: Sequence[Chunk],
     record: Callable[[Iterable[dict[str, Any]]], None],
     flush_every: int,
+    state: Any,
 ) -> None:
+    """A model judge's chunks, its calls made in threads; ``state``: its corpus state."""
     corpus = run.corpus
-    judge.use_state(corpus_state(run, judge))
+    judge.use_state(state)
     sidecar = SidecarStore(run.path / "sidecar")
     name = run.path.name
     concurrency = int(getattr(judge.params, "concurrency", 4) or 4)
@@ -838,7 +840,7 @@ def _judge_task(
 
     if judge.concurrent:
         try:
-            _run_threaded(Run(run_path), judge, [chunk], write, flush_every)
+            _run_threaded(Run(run_path), judge, [chunk], write, flush_every, state)
         finally:
             judge.close()
     else:

@@ -45,6 +45,7 @@ from ..datasets.messages import Message, Part
 from ..datasets.openai_format import to_openai
 from ..llm.completion import Completion, ModelCallError, is_transient
 from ..llm.endpoint import EndpointParams
+from ..llm.structured import withheld
 from ..registry import param
 from ..replay.objects import ObjectIndex, owner_of
 from ..text.anchors import ROUTE, is_constraint
@@ -140,10 +141,9 @@ def recorded_action(future: Sequence[Message]) -> tuple[NextAction, int] | None:
 
 def action_problem(c: Completion) -> str | None:
     """Why an answer holds no usable action (refused, filtered, empty, truncated), or None."""
-    if c.refusal:
-        return f"model refused: {c.refusal[:200]}"
-    if c.finish_reason == "content_filter":
-        return "answer withheld by the endpoint's content filter"
+    problem = withheld(c)
+    if problem:
+        return problem
     if not c.tool_calls and not (c.text or "").strip():
         return "empty answer: neither text nor a tool call"
     for t in c.tool_calls:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from ..datasets.tokenizer import get_tokenizer
 from ..llm.completion import Completion, ModelCallError
 from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
-from ..llm.structured import NOT_BLANK, Answer, json_schema, parse_json_answer, read_answer
+from ..llm.structured import NOT_BLANK, Answer, json_schema, structured_answer
 from ..schema import CATEGORIES
 from .base import Judge, JudgeInput, Loss, Usage, Verdict, judge
 from .prompt import STATUSES, RenderedPrompt, render_prompt
@@ -267,19 +267,9 @@ class LLMJudge(ModelJudge):
             "prompt_hash": c.prompt_hash,
             "raw": c.text,
         }
-        if c.refusal:
-            return Verdict.unscored(f"model refused: {c.refusal[:200]}", **common)
-        if c.finish_reason == "content_filter":
-            return Verdict.unscored("answer withheld by the endpoint's content filter", **common)
-        cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""
-        doc = c.parsed
-        if doc is None:
-            doc, error = parse_json_answer(c.text)
-            if doc is None:
-                return Verdict.unscored(f"unparseable answer: {error}{cut}", **common)
-        answer, problem = read_answer(JudgeAnswer, doc)
+        answer, problem = structured_answer(c, JudgeAnswer)
         if answer is None:
-            return Verdict.unscored(f"answer outside the schema: {problem}{cut}", **common)
+            return Verdict.unscored(str(problem), **common)
         future_seqs = {m.seq for m in item.future}
         out = []
         for fact in answer.missing:

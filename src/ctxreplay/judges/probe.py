@@ -48,7 +48,7 @@ from statsmodels.stats.proportion import proportion_confint
 from ..datasets.messages import Message, Part
 from ..datasets.tokenizer import get_tokenizer
 from ..llm.completion import ModelCallError
-from ..llm.structured import NOT_BLANK, Answer, json_schema, parse_json_answer, read_answer
+from ..llm.structured import NOT_BLANK, Answer, json_schema, structured_answer
 from ..registry import param
 from ..replay.objects import latest_user_message, owner_of
 from ..text.facts import KV_LINE, json_pairs, key_words, normalise, shape_floor, squash, tokens
@@ -522,19 +522,9 @@ class ProbeJudge(ModelJudge):
         tally.add(c)
         tally.raws[name] = c.text
         tally.hashes[name] = c.prompt_hash
-        if c.refusal:
-            raise _Failed(f"model refused: {c.refusal[:200]}", c.prompt_hash)
-        if c.finish_reason == "content_filter":
-            raise _Failed("answer withheld by the endpoint's content filter", c.prompt_hash)
-        cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""
-        doc = c.parsed
-        if doc is None:
-            doc, error = parse_json_answer(c.text)
-            if doc is None:
-                raise _Failed(f"unparseable {name}: {error}{cut}", c.prompt_hash)
-        answer, problem = read_answer(model, doc)
+        answer, problem = structured_answer(c, model, name)
         if answer is None:
-            raise _Failed(f"{name} outside the schema: {problem}{cut}", c.prompt_hash)
+            raise _Failed(str(problem), c.prompt_hash)
         return answer
 
     def generation_prompt(self, item: JudgeInput) -> Prompt:

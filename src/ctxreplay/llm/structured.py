@@ -33,6 +33,8 @@ from typing import Any, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails, PydanticUndefined
 
+from .completion import Completion
+
 A = TypeVar("A", bound="Answer")
 
 
@@ -163,6 +165,37 @@ def read_answer(model: type[A], doc: Any) -> tuple[A | None, str | None]:
         return model.model_validate(doc, strict=True), None
     except ValidationError as e:
         return None, validation_reason(e)
+
+
+def withheld(c: Completion) -> str | None:
+    """Why the endpoint gave no answer to read (a refusal, its content filter), or None."""
+    if c.refusal:
+        return f"model refused: {c.refusal[:200]}"
+    if c.finish_reason == "content_filter":
+        return "answer withheld by the endpoint's content filter"
+    return None
+
+
+def structured_answer(
+    c: Completion, model: type[A], what: str = "answer"
+) -> tuple[A | None, str | None]:
+    """``(answer, None)`` from a completion asked for ``model``, else ``(None, reason)``: the
+    answer withheld, not JSON (``unparseable {what}: …``) or not the schema (``{what} outside
+    the schema: …``), saying when it was cut at max_tokens. The structured answer the endpoint
+    parsed is read first, else the JSON found in the text."""
+    problem = withheld(c)
+    if problem:
+        return None, problem
+    cut = " (truncated at max_tokens)" if c.finish_reason == "length" else ""
+    doc = c.parsed
+    if doc is None:
+        doc, error = parse_json_answer(c.text)
+        if doc is None:
+            return None, f"unparseable {what}: {error}{cut}"
+    answer, problem = read_answer(model, doc)
+    if answer is None:
+        return None, f"{what} outside the schema: {problem}{cut}"
+    return answer, None
 
 
 # --- JSON in plain text -------------------------------------------------------------------
