@@ -863,8 +863,8 @@ def _local_copy(uri: str) -> Path:
 
 
 class Corpus:
-    """A corpus folder, read lazily (on object storage: through a cached local copy). A damaged file raises :class:`DamagedCorpusError` naming
-    it, never a reader's traceback."""
+    """A corpus folder, read lazily (on object storage: through a cached local copy). A damaged
+    file raises :class:`DamagedCorpusError` naming it, never a reader's traceback."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         #: where the corpus lives, as a run's manifest records it: a URI, or the absolute path
