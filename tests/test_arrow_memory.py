@@ -24,3 +24,28 @@ def test_the_system_allocator_unless_the_environment_chooses() -> None:
     assert backend(None) == "system"
     chosen = "jemalloc" if backend("jemalloc") == "jemalloc" else "mimalloc"
     assert backend(chosen) == chosen
+
+
+READ = """
+import ctxreplay.datasets.store, pyarrow as pa, pyarrow.parquet as pq, sys
+pq.write_table(pa.table({"x": list(range(100_000))}), sys.argv[1], compression="zstd")
+for _ in pq.ParquetFile(sys.argv[1]).iter_batches(batch_size=1000):
+    pass
+print(pa.mimalloc_memory_pool().max_memory(), pa.system_memory_pool().max_memory())
+"""
+
+
+def test_parquet_buffers_come_from_the_system_allocator(tmp_path) -> None:
+    """Arrow's C++ code (here the Parquet reader and writer) allocates from the pool named when
+    pyarrow was imported: switching only Python's default pool left it on mimalloc."""
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    out = subprocess.run(
+        [sys.executable, "-c", READ, str(tmp_path / "x.parquet")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    mimalloc, system = (int(x) for x in out.stdout.split())
+    assert mimalloc == 0
+    assert system > 0

@@ -151,8 +151,11 @@ class Tokenizer:
         return f"Tokenizer({self.name!r})"
 
 
-#: characters of text a ``CountCache`` keeps alive
-COUNT_CACHE_CHARS = 16 * 1024 * 1024
+#: characters of text a ``CountCache`` keeps alive. The texts that recur are those of one
+#: session's successive cases, which a replay chunk holds together: 4 MiB keeps them (replaying
+#: the 16× corpus of ``benchmarks/bench_scale.py`` took no longer than with 16 MiB) while a
+#: worker's memory stays near what a small corpus needs (its peak: 334 MB against 359 MB)
+COUNT_CACHE_CHARS = 4 * 1024 * 1024
 
 
 class CountCache:

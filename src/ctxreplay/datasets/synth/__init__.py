@@ -163,8 +163,10 @@ def generate(
     overwrite: bool = False,
     progress: bool = True,
     tokenizer: Any = "o200k_base",
+    chunk_bytes: int | None = None,
 ) -> SynthSummary:
-    """Write ``sessions`` synthetic sessions and their ground truth as a corpus at ``out``."""
+    """Write ``sessions`` synthetic sessions and their ground truth as a corpus at ``out``.
+    ``chunk_bytes``: the writer's buffer (``CorpusWriter``; None: its default)."""
     from tqdm import tqdm
 
     from ..store import CorpusWriter
@@ -173,7 +175,9 @@ def generate(
     started = time.perf_counter()
     names = _workloads(workloads)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
-    writer = CorpusWriter(out, tok, overwrite=overwrite)
+    writer = CorpusWriter(
+        out, tok, overwrite=overwrite, **({"chunk_bytes": chunk_bytes} if chunk_bytes else {})
+    )
     summary = SynthSummary(Path(out), seed=seed)
     by_category: Counter[str] = Counter()
     by_workload: Counter[str] = Counter()
