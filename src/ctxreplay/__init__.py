@@ -9,19 +9,11 @@ cheap)::
 
 from __future__ import annotations
 
-import os
 from importlib import import_module
 from typing import Any
 
+from . import arrow_memory  # noqa: F401  (first: it chooses Arrow's allocator before pyarrow loads)
 from .version import __version__
-
-#: whether the user chose Arrow's allocator (``ARROW_DEFAULT_MEMORY_POOL``) before ctxreplay did.
-#: Arrow reads that variable once, when pyarrow is first imported, for every buffer its C++ code
-#: allocates (Parquet readers and writers included), so it is set here, before any module of
-#: the package imports pyarrow: see ``arrow_memory``.
-ARROW_POOL_CHOSEN = bool(os.environ.get("ARROW_DEFAULT_MEMORY_POOL"))
-if not ARROW_POOL_CHOSEN:
-    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
 
 #: public name → the module that defines it
 _EXPORTS = {

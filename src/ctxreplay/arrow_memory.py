@@ -8,26 +8,28 @@ of reads rather than what is held: streaming the 6 parts of a bucket of the 16×
 26 MB with the system allocator (issue 15).
 
 Arrow's C++ code (the Parquet reader and writer, compute kernels) takes its buffers from the
-pool ``ARROW_DEFAULT_MEMORY_POOL`` named when pyarrow was first imported, so the package sets
-that variable to ``system`` on import (``ctxreplay/__init__.py``) unless the user set it: merging
-the parts of the 16× corpus then peaked at 315 MB against 375 MB when only Python's default
-pool was switched. When pyarrow was imported before ctxreplay, its C++ pool stays as it was, and
-this module still switches the pool pyarrow's Python calls use. A pool the user chose stands.
+pool ``ARROW_DEFAULT_MEMORY_POOL`` names when pyarrow is first imported, so this module, which
+the package imports first (without pyarrow), sets that variable to ``system`` unless the user set
+it: merging the parts of the 16× corpus then peaked at 315 MB against 375 MB when only the pool
+of pyarrow's Python calls was switched. ``choose_pool`` switches that one too, for a process that
+imported pyarrow before ctxreplay. A pool the user chose stands.
 """
 
 from __future__ import annotations
 
-import pyarrow as pa
+import os
 
-from . import ARROW_POOL_CHOSEN
+#: the pool the user named, if any (read before this module sets the variable)
+USER_POOL = os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or None
+if USER_POOL is None:
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
 
 
 def choose_pool() -> str:
     """Make the system allocator the pool of pyarrow's Python calls unless the user chose one;
-    the backend in use."""
-    if not ARROW_POOL_CHOSEN:
+    the backend in use. Called by the modules that read and write Parquet."""
+    import pyarrow as pa
+
+    if USER_POOL is None:
         pa.set_memory_pool(pa.system_memory_pool())
     return pa.default_memory_pool().backend_name
-
-
-POOL = choose_pool()

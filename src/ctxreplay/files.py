@@ -22,7 +22,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import arrow_memory  # noqa: F401  (the allocator Arrow uses)
+from . import arrow_memory
+
+arrow_memory.choose_pool()  # the allocator of pyarrow's Python calls
 
 TMP_SUFFIX = ".tmp"
 

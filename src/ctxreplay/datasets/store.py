@@ -42,10 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from .. import (
-    arrow_memory,  # noqa: F401  (the allocator Arrow uses)
-    storage,
-)
+from .. import arrow_memory, storage
 from ..errors import CtxreplayError
 from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS
 from ..version import __version__
@@ -53,6 +50,8 @@ from .messages import Message, Session
 from .rejects import Reject, clip, storable
 from .rows import message_to_row, row_to_message
 from .tokenizer import CountCache, Tokenizer
+
+arrow_memory.choose_pool()  # the allocator of pyarrow's Python calls
 
 TABLES = ("sessions", "messages", "rejects", "ground_truth")
 _SCHEMAS = {

@@ -169,14 +169,14 @@ def generate(
     ``chunk_bytes``: the writer's buffer (``CorpusWriter``; None: its default)."""
     from tqdm import tqdm
 
-    from ..store import CorpusWriter
+    from ..store import DEFAULT_CHUNK_BYTES, CorpusWriter
     from ..tokenizer import Tokenizer, get_tokenizer
 
     started = time.perf_counter()
     names = _workloads(workloads)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
     writer = CorpusWriter(
-        out, tok, overwrite=overwrite, **({"chunk_bytes": chunk_bytes} if chunk_bytes else {})
+        out, tok, overwrite=overwrite, chunk_bytes=chunk_bytes or DEFAULT_CHUNK_BYTES
     )
     summary = SynthSummary(Path(out), seed=seed)
     by_category: Counter[str] = Counter()
