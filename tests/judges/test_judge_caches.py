@@ -190,3 +190,45 @@ def test_view_rows_keep_what_view_messages_reads(synth_corpus, synth_cases, tmp_
             [{"parts": None, "index": e["index"]} for e in unchanged], prefix
         ) == view_messages(unchanged, prefix)
     assert edited  # the policy changed something, so both kinds of entries were seen
+
+
+def test_a_message_tokenised_once_gives_what_it_tells() -> None:
+    """``facts_and_told`` gives the facts ``facts_of`` gives for each part, and the tokens of
+    what the message tells (``token_set(told(m))``) or None, whatever its parts."""
+    from ctxreplay.datasets.messages import Message, Part
+    from ctxreplay.judges.flow import _Told, facts_and_told, message_facts, told
+    from ctxreplay.text.facts import token_set
+
+    texts = [
+        "Paid $1,284.00 on item_7. Next: /srv/a_b.py",
+        "Status: Suspended\nline_id: L-1002",
+        '{"id": "A-1", "rows": [1, 2]}',
+        "a\n[1, 2]\nb",
+        "on May\n20, 2024 it failed: error code 3",
+        "",
+    ]
+    messages = []
+    for a in texts:
+        for b in texts:
+            messages += [
+                Message("tool", (Part.response("c1", a),)),
+                Message("user", (Part.text(a),)),
+                Message("user", (Part.text(a), Part.text(b))),
+                Message("assistant", (Part.text(a), Part.call("c2", "run", {"cmd": b}))),
+                Message("assistant", (Part.text(a), Part.text(b))),
+                Message("assistant", (Part.call("c3", "run", {"x": a}),)),
+                Message("tool", (Part.response("c1", a), Part.response("c2", b))),
+                Message("user", (Part.text(a), Part.call("c4", "f", {"y": b}))),
+            ]
+    shortcut = 0
+    for m in messages:
+        found, tokens = facts_and_told(m)
+        assert found == message_facts(m)
+        if tokens is not None:
+            shortcut += 1
+            assert tokens == token_set(told(m)), m
+        if m.role != "assistant":
+            heard = _Told.of(m)
+            assert heard.tokens == token_set(told(m)) and heard.facts == found
+            assert _Message.of(m, heard).facts == _Message.of(m).facts == found
+    assert shortcut > len(messages) // 8  # the shortcut is taken, not left unused

@@ -256,3 +256,84 @@ def test_json_probes_with_and_without_escapes() -> None:
         for a in (False, True)
     }
     assert set(fact.probes) == pair and len(pair) == 2
+
+
+# --- facts: one tokenising of a text's pieces, and of the whole text -------------------------
+
+#: texts cut into lines and sentences (prose), with every rewrite of ``normalise`` at the cuts
+PIECE_TEXTS = [
+    "Paid $1,284.00 on 3 May. Total 1,000.50. Next: $5.00!\nrow_1 a/b.py 2024-05-20 ok.",
+    "costs 5.00. Next 1,000? Yes $7 and $ 8, 1,0000 and x.0 and 2.000\n\n  - Status: Done  ",
+    "May\n20, 2024 here. And june 6th.\nno date",
+    '{"a": 1}\n[1, "x"]\nplain line: value_1\n{not json',
+    "İstanbul ĞÜŞ Σ ΣΑΣ. ſtatus 1,000.00 € 5 and €5. Ｆａｉｌｅｄ\nerror: cannot open /tmp/x_y",
+    "a. . b!! c? d.e f...g 1.5. 2.0. v1.0.0. _x_ __ /// ...",
+    "x" * 500 + ". " + "Long line 1,234.00 with sentences. " * 20,
+]
+
+
+def _plain_line_facts(text: str, prose: bool) -> list[tuple[str, str, frozenset[str]]]:
+    """``_line_facts`` as it was: every piece tokenised on its own with ``token_set``."""
+    out = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        parsed = facts.parse_json(line)
+        if isinstance(parsed, dict | list):
+            out.extend((f.kind, f.text, f.tokens) for f in facts._json_facts(parsed))
+            continue
+        kind = "error" if is_error(line) else "line"
+        pieces = (
+            [s.strip() for s in facts._SENTENCE.findall(line) if s.strip()]
+            if prose or len(line) > facts._MAX_LINE
+            else [line]
+        )
+        for piece in pieces:
+            toks = token_set(piece)
+            if not toks:
+                continue
+            k = "error" if kind == "error" and ERROR.search(piece) else kind
+            if prose and k == "line":
+                k = "sentence"
+            out.append((k, piece, toks))
+            m = facts.KV_LINE.match(piece)
+            if m and len(m.group(2)) <= 120:
+                value_toks = token_set(m.group(2))
+                if value_toks:
+                    out.append(("field", piece, value_toks))
+    return out
+
+
+def test_piece_tokens_is_token_set_of_each_piece() -> None:
+    for text in PIECE_TEXTS + TEXTS:
+        tokenise = facts.piece_tokens(text)
+        for line in text.splitlines():
+            for piece in [line.strip(), *(s.strip() for s in facts._SENTENCE.findall(line))]:
+                if piece:
+                    assert tokenise(piece) == token_set(piece), (text, piece)
+
+
+def test_line_facts_are_what_each_piece_alone_gives() -> None:
+    for text in PIECE_TEXTS + TEXTS:
+        for prose in (False, True):
+            got = [(f.kind, f.text, f.tokens) for f in facts._line_facts(text, prose)]
+            assert got == _plain_line_facts(text, prose), (text, prose)
+
+
+def test_the_tokens_of_a_text_are_its_facts_tokens_where_said() -> None:
+    """``facts_and_tokens`` gives the text's own token set, or None; never another set."""
+    given = 0
+    for text in PIECE_TEXTS + TEXTS + [t.upper() for t in SAMPLES] + ["", "\n\n"]:
+        for prose in (False, True):
+            found, tokens = facts.facts_and_tokens(text, prose)
+            assert [(f.kind, f.text, f.tokens) for f in found] == [
+                (f.kind, f.text, f.tokens) for f in facts_of(text, prose)
+            ]
+            if tokens is not None:
+                given += 1
+                assert tokens == token_set(text), (text, prose)
+    assert given > 1000  # the shortcut is taken for most texts, not left unused
+    assert facts.facts_and_tokens('{"a": "b c"}')[1] is None  # JSON: keys are no fact's
+    assert facts.facts_and_tokens("x\n[1, 2]\ny")[1] is None  # a JSON line
+    assert facts.facts_and_tokens("on May\n5, 2024")[1] is None  # a date across a line break

@@ -42,7 +42,7 @@ from ..text.facts import (
     Fact,
     Weights,
     copied_runs,
-    facts_of,
+    facts_and_tokens,
     grams,
     json_pairs,
     key_words,
@@ -91,12 +91,29 @@ def told(m: Message) -> str:
 
 
 def message_facts(m: Message) -> list[Fact]:
+    return facts_and_told(m)[0]
+
+
+def facts_and_told(m: Message) -> tuple[list[Fact], frozenset[str] | None]:
+    """A message's facts, and ``token_set(told(m))`` where that is the union of the tokens of
+    the facts of the one part it tells (``facts_and_tokens``), else None: the text of a
+    message is then tokenised once, not once in pieces and once whole (issue 15)."""
     prose = m.role in ("user", "assistant")
+    # the parts ``told`` joins: only one, and one that is its own content, stands for them all
+    told_types = ("text",) if m.role == "assistant" else ("text", "tool_call_response", "tool_call")
+    told_parts = [p for p in m.parts if p.type in told_types]
+    single = told_parts[0] if len(told_parts) == 1 and told_parts[0].type != "tool_call" else None
+    told_tokens: frozenset[str] | None = None
+    if single is not None and not single.content:
+        told_tokens = frozenset()  # it tells nothing
     out: list[Fact] = []
     for p in m.parts:
         if p.type in ("text", "tool_call_response") and p.content:
-            out.extend(facts_of(p.content, prose=prose and p.type == "text"))
-    return out
+            found, tokens = facts_and_tokens(p.content, prose=prose and p.type == "text")
+            out.extend(found)
+            if p is single:
+                told_tokens = tokens
+    return out, told_tokens
 
 
 @dataclass(frozen=True)
@@ -118,11 +135,16 @@ class _Told:
 
     tokens: frozenset[str]
     grams: frozenset[str]
+    facts: list[Fact] | None = None  # its facts, found with its tokens (``facts_and_told``)
 
     @classmethod
     def of(cls, m: Message) -> _Told:
+        """(Not the agent's: what it tells is what it renders.)"""
         text = rendered(m)
-        return cls(token_set(text), frozenset(grams(pieces(text))))
+        facts, tokens = facts_and_told(m)
+        if tokens is None:
+            tokens = token_set(text)
+        return cls(tokens, frozenset(grams(pieces(text))), facts)
 
 
 #: tokens looked up in a message by a pass over its facts before they are indexed
@@ -171,10 +193,14 @@ class _Message:
     def of(cls, m: Message, heard: _Told | None = None) -> _Message:
         """``heard``: the message's ``_Told``, when it is not the agent's and has one already
         (it was in the future of an earlier case): what it tells is what it renders."""
-        facts = message_facts(m)
         text = rendered(m)
-        if heard is None:
-            heard = _Told(token_set(told(m)), frozenset(grams(pieces(text))))
+        if heard is not None and heard.facts is not None:
+            facts = heard.facts
+        else:
+            facts, told_tokens = facts_and_told(m)
+            if heard is None:
+                tokens = token_set(told(m)) if told_tokens is None else told_tokens
+                heard = _Told(tokens, frozenset(grams(pieces(text))))
         fields = [f for f in facts if f.kind == "field" and f.key]
         return cls(
             m.role,
@@ -296,6 +322,9 @@ class FlowJudge(Judge):
         self._messages: tuple[str, dict[int, tuple[Message, _Message]]] = ("", {})
         self._future: dict[int, tuple[Message, _Told | _Said]] = {}
         self._squash: dict[int, tuple[Message, str]] = {}
+        #: what is always in view (system prompt, protected turn), tokenised, by its text: the
+        #: cases of a session share it until the next user turn
+        self._always_of: dict[str, tuple[frozenset[str], str]] = {}
         # every word run of the session's prefix messages analysed so far: a run of the future
         # that none holds is copied from no source (the sources need not be searched)
         self._grams_seen: set[str] = set()
@@ -321,6 +350,7 @@ class FlowJudge(Judge):
             self._messages = (item.session_id, {})
             self._future = {}
             self._squash = {}
+            self._always_of = {}
             self._grams_seen = set()
         uses = self._uses(item.prefix, item.index, item.future)
         self._case = (item.case_id, uses)
@@ -340,6 +370,13 @@ class FlowJudge(Judge):
         cache[id(m)] = (m, info)
         self._grams_seen.update(info.grams)
         return info
+
+    def _always(self, text: str) -> tuple[frozenset[str], str]:
+        """The tokens and the squashed form of what is always in view (a session's few)."""
+        hit = self._always_of.get(text)
+        if hit is None:
+            hit = self._always_of[text] = (token_set(text), squash(text))
+        return hit
 
     def _squashed(self, m: Message) -> str:
         """A view message as looked into, whitespace removed: the views of a session share
@@ -369,8 +406,7 @@ class FlowJudge(Judge):
         always_idx = {i for i, m in enumerate(prefix) if m.role in ("system", "developer")}
         always_idx |= protected
         always_text = "\n".join(rendered(prefix[i]) for i in sorted(always_idx))
-        always = token_set(always_text)
-        always_sq = squash(always_text)
+        always, always_sq = self._always(always_text)
         owner = owner_of(index)
         sources = [(i, self._message(m)) for i, m in enumerate(prefix) if i not in always_idx]
         order = sources[::-1]  # a fact's source is its most recent occurrence
@@ -387,13 +423,15 @@ class FlowJudge(Judge):
                     uses[key] = Use(f, i, obj.id if obj else None, m.seq, how, evidence)
 
         obtained: set[str] = set()
-        obtained_grams: set[str] = set()
+        # the word runs of what the future obtained, one set per message: looked into only for
+        # a run some source holds, never merged (they are large, and differ from case to case)
+        obtained_grams: list[frozenset[str]] = []
         grams_seen = self._grams_seen  # holds every source's word runs
         for m in future:
             info_m = self._told(m)
             if not isinstance(info_m, _Said):
                 obtained.update(info_m.tokens)
-                obtained_grams.update(info_m.grams)
+                obtained_grams.append(info_m.grams)
                 continue
             pairs, seq, present = info_m.pairs, info_m.seq, info_m.present
             # 1. a field named by key and value (a call argument, a ``Key: value`` line): the
@@ -503,7 +541,7 @@ class FlowJudge(Judge):
             # 5. spans copied verbatim (code into an edit, a quote), from their latest source
 
             def copied_from(g: str) -> int | None:
-                if g in obtained_grams or g not in grams_seen:
+                if g not in grams_seen or any(g in got for got in obtained_grams):
                     return None
                 return next(
                     (pos for pos in range(len(sources) - 1, -1, -1) if g in sources[pos][1].grams),
@@ -546,6 +584,13 @@ class FlowJudge(Judge):
         if not uses:
             return Verdict("no_impact", reason="the future uses no fact from the editable prefix")
         kept = {id(m) for m in item.view}
+        # a use whose source message the view kept as it was is available: the view is looked
+        # into only for the others (none, for a view that kept every source)
+        missing = [u for u in uses if id(item.prefix[u.source]) not in kept]
+        if not missing:
+            if item.archives:  # read all the same: one that does not read leaves it unscored
+                availability(item, parts_text)
+            return tally("facts used", [], len(uses), 0)
         # a short fact ("344") is looked for where it was (its message, as the view left it) and
         # in what the policy wrote (summaries, notes); a long one anywhere in the view
         at_seq: dict[int, str] = {}
@@ -565,10 +610,8 @@ class FlowJudge(Judge):
         losses: list[Loss] = []
         recoverable = 0
         blocker = current_blocker(item.index)
-        for u in uses:
-            if id(item.prefix[u.source]) in kept or _present(
-                u.fact, at_seq.get(item.prefix[u.source].seq, ""), written_sq, view_sq
-            ):
+        for u in missing:
+            if _present(u.fact, at_seq.get(item.prefix[u.source].seq, ""), written_sq, view_sq):
                 continue
             if recoverable_sq and u.fact.in_text(recoverable_sq):
                 recoverable += 1

@@ -408,23 +408,70 @@ def is_error(line: str) -> bool:
     return ERROR.search(line) is not None
 
 
-def _line_facts(text: str, prose: bool) -> Iterator[Fact]:
+def piece_tokens(text: str) -> Callable[[str], frozenset[str]]:
+    """``token_set`` for the pieces of ``text`` (its lines, stripped, and their sentences),
+    faster: each rewrite of ``normalise`` (currency signs, thousands separators, zero cents)
+    and each expansion of a token (``_``, ``/``, ISO dates) that applies nowhere in the text
+    applies in none of its pieces, so it is looked for once per text, not once per piece
+    (issue 15). A piece is a substring of the text cut only at line breaks, spaces and the
+    ``.!?`` before a space: a match of those patterns inside a piece is one inside the text.
+    A text with a prose date (whose pattern reaches over line breaks) is tokenised piece by
+    piece as before."""
+    lowered = text.lower()
+    if _DATE_HINT.search(lowered):
+        return token_set
+    currency = _CURRENCY.search(lowered) is not None
+    if currency:
+        lowered = _CURRENCY.sub("", lowered)
+    thousands = "," in lowered and _THOUSANDS.search(lowered) is not None
+    if thousands:
+        lowered = _THOUSANDS.sub("", lowered)
+    cents = ".0" in lowered and _ZERO_CENTS.search(lowered) is not None
+    if cents:
+        lowered = _ZERO_CENTS.sub("", lowered)
+    plain = _plain(lowered)
+    findall = _TOKEN.findall
+
+    def tokenise(piece: str) -> frozenset[str]:
+        t = piece.lower()
+        if currency and _CURRENCY.search(t):
+            t = _CURRENCY.sub("", t)
+        if thousands and "," in t:
+            t = _THOUSANDS.sub("", t)
+        if cents and ".0" in t:
+            t = _ZERO_CENTS.sub("", t)
+        if plain or _plain(t):
+            return frozenset(findall(t))
+        return frozenset(_expand(set(findall(t))))
+
+    return tokenise
+
+
+def _line_facts(text: str, prose: bool, json_lines: list[bool] | None = None) -> Iterator[Fact]:
+    """The facts of a text's lines; ``json_lines`` is told (an item appended) of each line
+    that is a JSON document."""
+    tokenise = piece_tokens(text)
+    # a line of an ASCII text whose hint finds no error phrase anywhere is no error line
+    errors = not text.isascii() or _ERROR_HINT.search(text.lower()) is not None
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
             continue
-        parsed = parse_json(line)
-        if isinstance(parsed, dict | list):
-            yield from _json_facts(parsed)
-            continue
-        kind = "error" if is_error(line) else "line"
+        if line[0] in "[{":  # what ``parse_json`` looks for first
+            parsed = parse_json(line)
+            if isinstance(parsed, dict | list):
+                if json_lines is not None:
+                    json_lines.append(True)
+                yield from _json_facts(parsed)
+                continue
+        kind = "error" if errors and is_error(line) else "line"
         pieces = (
             [s.strip() for s in _SENTENCE.findall(line) if s.strip()]
             if prose or len(line) > _MAX_LINE
             else [line]
         )
         for piece in pieces:
-            toks = token_set(piece)
+            toks = tokenise(piece)
             if not toks:
                 continue
             k = "error" if kind == "error" and ERROR.search(piece) else kind
@@ -432,7 +479,8 @@ def _line_facts(text: str, prose: bool) -> Iterator[Fact]:
                 k = "sentence"
             probes = (squash(piece),)
             yield Fact(k, piece, probes, toks)
-            m = KV_LINE.match(piece)
+            # a key and its value: only where a ``:`` or ``=`` is (``KV_LINE`` needs one)
+            m = KV_LINE.match(piece) if ":" in piece or "=" in piece else None
             if m and len(m.group(2)) <= 120:
                 value_toks = token_set(m.group(2))
                 if value_toks:
@@ -441,10 +489,23 @@ def _line_facts(text: str, prose: bool) -> Iterator[Fact]:
 
 def facts_of(text: str, prose: bool = False) -> list[Fact]:
     """Every fact of one message's text (a tool result, a user or an assistant message)."""
+    return facts_and_tokens(text, prose)[0]
+
+
+def facts_and_tokens(text: str, prose: bool = False) -> tuple[list[Fact], frozenset[str] | None]:
+    """``facts_of(text, prose)``, and ``token_set(text)`` where it is the union of the facts'
+    tokens (else None): a text that is not JSON, has no JSON line and no prose date is cut into
+    pieces only where no token and no rewrite of ``normalise`` reaches across (line breaks,
+    spaces, the ``.!?`` before a space), so its tokens are its pieces' tokens, and the text
+    need not be tokenised again whole (issue 15)."""
     parsed = parse_json(text)
     if isinstance(parsed, dict | list):
-        return list(_json_facts(parsed))
-    return list(_line_facts(text, prose))
+        return list(_json_facts(parsed)), None
+    json_lines: list[bool] = []
+    found = list(_line_facts(text, prose, json_lines))
+    if json_lines or _DATE_HINT.search(text.lower()):
+        return found, None  # a JSON line's facts hold its values' tokens, not its keys'
+    return found, frozenset().union(*(f.tokens for f in found if f.kind != "field"))
 
 
 # --- copied spans -----------------------------------------------------------------------------
