@@ -651,3 +651,42 @@ class SidecarStore:
             return isinstance(ref, str) and self._path(self.resolve(ref)).exists()
         except SidecarError:
             return False
+
+
+def query_verdicts(
+    run_path: str | os.PathLike[str],
+    query: Callable[[pl.LazyFrame], pl.LazyFrame],
+) -> pl.DataFrame:
+    """``query`` applied to one lazy scan of every verdict part of a run, then collected: what
+    the query filters, projects or aggregates away is never held, where ``read_verdicts`` holds
+    every verdict it returns (a report streams a run's verdicts policy by policy with it).
+
+    The scan has ``read_verdicts``' columns (a column added since a part was written reads as
+    null) and its row order (judge folders, then parts, by name), with every row as written: a
+    query that needs the one verdict per (judge, policy, case_id) that ``read_verdicts`` keeps
+    filters on those columns only, then keeps the first row of each
+    (``unique(["judge", "policy", "case_id"], keep="first", maintain_order=True)``). A part that
+    cannot be read raises :class:`DamagedRunError` naming it and the judge command that repairs
+    it."""
+    run = Path(run_path)
+    empty = pl.from_arrow(VERDICTS.empty_table())
+    assert isinstance(empty, pl.DataFrame)
+    folders = [(f, sorted(f.glob("*.parquet"))) for f in _verdict_folders(run)]
+    parts = [p for _, found in folders for p in found]
+    if not parts:
+        return query(empty.lazy()).collect()
+    scan = pl.scan_parquet(
+        parts, schema=empty.schema, missing_columns="insert", extra_columns="ignore"
+    )
+    try:
+        return query(scan).collect()
+    except READ_ERRORS:
+        for folder, found in folders:
+            for f in found:
+                problem = part_problem(f) if f.is_file() else "missing"
+                if problem:
+                    raise DamagedRunError(
+                        f"verdict part {f} is damaged ({problem}); "
+                        f"{judge_repair(run, _judge_of(folder))}"
+                    ) from None
+        raise  # every part reads on its own: not damage but a bug, with its traceback

@@ -23,6 +23,7 @@ Per policy, each is a mean over the scored cases (cases without recovery count a
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -59,16 +60,17 @@ ARCHIVE_COSTS_SCHEMA: dict[str, Any] = {
 }
 
 
-def archive_costs(run: Any) -> pl.DataFrame:
+def archive_costs(run: Any, policies: Sequence[str] | None = None) -> pl.DataFrame:
     """Per (policy, case) with archives: how many have a visible pointer, and their tokens.
 
-    ``run``: a ``replay.engine.Run`` (or its path). Reads only the needed columns.
+    ``run``: a ``replay.engine.Run`` (or its path); ``policies``: these policy labels only
+    (default: every policy of the run). Reads only the needed columns.
     """
     from ..runs import Run, slug
 
     r = run if isinstance(run, Run) else Run(run)
     frames = []
-    for label in r.policies:
+    for label in r.policies if policies is None else policies:
         views = r.path / "views" / slug(label)
         decisions = r.path / "decisions" / slug(label)
         if not views.exists() or not decisions.exists():

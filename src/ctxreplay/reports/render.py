@@ -333,7 +333,7 @@ def _header_lines(report: Report) -> list[str]:
 
 def examples_summary(report: Report) -> str:
     """How many of the run's losses the examples show, and the commands that show more."""
-    shown, total = report.examples.height, report.losses.height
+    shown, total = report.examples.height, report.loss_count
     if total == 0:
         return ""
     run = shlex.quote(str(report.run))
@@ -342,7 +342,7 @@ def examples_summary(report: Report) -> str:
         if report.judge and report.judge != DEFAULT_JUDGE
         else ""
     )
-    cases = report.losses.unique(["policy", "category", "case_id"]).height
+    cases = report.loss_cases  # distinct (policy, category, case)
     more = f"more: `ctxreplay report {run}{judge} --examples N`; " if shown < cases else ""
     return (
         f"{shown:,} of {total:,} losses shown; {more}every loss of one category: "

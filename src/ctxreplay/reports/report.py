@@ -39,28 +39,43 @@ from .render import render, save
 from .tables import (
     AGREEMENT_SCHEMA,
     EXAMPLES,
+    FAILURES_SCHEMA,
     JUDGES_SCHEMA,
-    LABEL_COLUMNS,
+    LABEL_COUNTS_SCHEMA,
+    LOSS_COUNTS_SCHEMA,
+    LOSSES_SCHEMA,
     PAIRED_SCHEMA,
     REFERENCE_MIN_PRUNING,
+    PairTable,
     ReportError,
-    agreement_table,
+    SameViews,
+    add_counts,
+    agreement_counts,
+    agreement_from_counts,
     as_run,
     best_policy,
     commit_reasons,
     cost_table,
-    example_losses,
+    every_loss,
     failures_table,
     judge_labels,
-    judges_table,
-    losses_frame,
+    judge_names,
+    judges_from_counts,
+    label_counts,
+    loss_summary,
     no_impact_table,
-    order_policies,
     outcomes,
-    paired_table,
+    paired_row,
+    pick_examples,
+    policy_figures,
+    policy_verdicts,
     resolve_judge,
-    same_views,
-    taxonomy_table,
+    scored_pairs,
+    sort_reasons,
+    taxonomy_from_counts,
+    verdict_index,
+    with_holm,
+    with_show,
 )
 
 
@@ -69,7 +84,8 @@ class Report:
     """Every table of a run's report, and the metadata needed to reproduce it.
 
     Frames: ``no_impact``, ``paired``, ``taxonomy``, ``examples`` (example losses with their
-    ``show`` commands), ``cost``, ``commit_reasons``; ``losses`` holds every loss (for audits).
+    ``show`` commands), ``cost``, ``commit_reasons``. A report holds counts of the losses (the
+    taxonomy), never every loss: ``losses`` reads them from the run when asked.
     """
 
     run: Path
@@ -85,7 +101,6 @@ class Report:
     cost: pl.DataFrame
     commit_reasons: pl.DataFrame
     failures: pl.DataFrame  # why cases have no score: unscored reasons, planner failures
-    losses: pl.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     frontier: Any = None  # frontier.Frontier when the run is a sweep (``ctxreplay sweep``)
@@ -93,6 +108,24 @@ class Report:
     #: agreement (Cohen's kappa); empty otherwise
     judges: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=JUDGES_SCHEMA))
     agreement: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=AGREEMENT_SCHEMA))
+
+    @property
+    def losses(self) -> pl.DataFrame:
+        """Every loss of the report's judge (``LOSSES_SCHEMA``), read from the run now: a report
+        does not hold them (``loss_count``, ``loss_cases`` and the taxonomy count them)."""
+        if self.judge is None:
+            return pl.DataFrame(schema=LOSSES_SCHEMA)
+        return every_loss(self.run, self.judge)
+
+    @property
+    def loss_count(self) -> int:
+        """How many losses the judge's scored verdicts hold, in all."""
+        return int(self.taxonomy["losses"].sum()) if self.taxonomy.height else 0
+
+    @property
+    def loss_cases(self) -> int:
+        """How many distinct (policy, category, case) the losses fall in."""
+        return int(self.taxonomy["cases"].sum()) if self.taxonomy.height else 0
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """The tables a report shows, by name, in report order."""
@@ -184,12 +217,8 @@ def _calibration_meta(
     }
 
 
-#: what identifies a verdict, and the verdict columns a report reads
-KEYS = ["policy", "case_id"]
-REPORT_COLUMNS = [
-    "judge", "judge_name", *KEYS, "label", "losses", "recoverable", "explanation",
-    "unscored_reason",
-]  # fmt: skip
+#: the verdict columns a report's per-case rows read (its losses are read apart, policy by policy)
+REPORT_COLUMNS = ["label", "recoverable", "unscored_reason"]
 
 
 def build_report(
@@ -211,25 +240,20 @@ def build_report(
     paired comparisons are against (default: the best no-impact rate, ties to more pruning).
     ``seed`` and ``bootstrap`` set the session-cluster bootstraps. ``examples``: how many
     example losses the report shows in all (``tables.example_losses``: one per policy first, then
-    one per category; ``losses`` keeps every loss). ``calibration_file``: the
-    judge's calibration from elsewhere (a labelled set judged by the same judge) instead of the
-    one the run holds; it corrects the no-impact table for the judge's error.
+    one per category; ``ctxreplay audit`` lists every loss of a category). ``calibration_file``:
+    the judge's calibration from elsewhere (a labelled set judged by the same judge) instead of
+    the one the run holds; it corrects the no-impact table for the judge's error.
+
+    The run is read policy by policy (``PolicyPass``): one policy's figures, verdicts and losses
+    at a time, of which the report keeps each table's rows and the counts the others need, so
+    its memory does not grow with the run (a sweep's frontier still reads the whole run).
     """
     run = as_run(run_path)
     sweep = sweep_of(run.manifest)
     if judge is None and sweep is not None:
         judge = sweep.get("judge")  # a sweep's report defaults to the judge it swept with
-    every = read_verdicts(run.path, columns=["judge_name", *LABEL_COLUMNS])
-    label = resolve_judge(every, judge)
-    # a sweep's frontier compares judges; any other report reads one judge's verdicts, and
-    # only the columns it shows
-    verdicts = (
-        read_verdicts(run.path)
-        if sweep is not None
-        else read_verdicts(run.path, label, columns=REPORT_COLUMNS)
-        if label is not None
-        else read_verdicts(run.path, columns=REPORT_COLUMNS)
-    )
+    index = verdict_index(run.path)  # which judges, by which names, of which policies
+    label = resolve_judge(judge_names(index), judge)
     notes: list[str] = []
     if label is None:
         notes.append(f"no verdicts yet: run `ctxreplay judge {shlex.quote(str(run.path))}`")
@@ -247,14 +271,26 @@ def build_report(
             notes.append(f"calibration ignored: {e}")
             doc = None
         calibration = JudgeAccuracy.from_mapping(doc) if doc is not None else None
-    figures = run.table("figures")
-    costs = archive_costs(run)  # read once: the judge's rows and the frontier's gold rows use it
-    # + the price of recovery per case
-    rows = with_recovery_cost(outcomes(run, label, verdicts, figures=figures), costs)
-    policies = order_policies(run, rows)
-    table = no_impact_table(
-        rows, policies, seed=seed, n_boot=bootstrap, alpha=alpha, calibration=calibration
+    run.check()  # every policy's parts, before any is read
+    judges = sorted(set(index["judge"].to_list()))
+    several = len(judges) > 1  # each judge's no-impact beside the others', and their agreement
+    every = PolicyPass(
+        run,
+        label,
+        judges if several else [],
+        seed=seed,
+        bootstrap=bootstrap,
+        alpha=alpha,
+        examples=examples,
+        calibration=calibration,
+        keep_rows=sweep is not None,
     )
+    for policy in run.policies:
+        every.add(policy)
+    if several:  # verdicts of a policy the manifest does not name still count in the agreement
+        for policy in sorted(set(index["policy"].to_list()) - set(run.policies)):
+            every.add(policy)
+    table = every.no_impact()
     not_judged = int(table["not_judged"].sum()) if table.height else 0
     if label is not None and not_judged:
         notes.append(f"{not_judged} (case, policy) pairs have no verdict from {label}")
@@ -268,34 +304,39 @@ def build_report(
             "(ties: more pruning)"
         )
     paired = (
-        paired_table(
-            rows,
-            policies,
-            reference,
-            seed=seed,
-            n_boot=bootstrap,
-            alpha=alpha,
-            exact_below=exact_below,
-        )
+        every.paired(reference, exact_below)
         if reference is not None
         else pl.DataFrame(schema=PAIRED_SCHEMA)
     )
-    losses = losses_frame(run, rows)
-    # several judges: each one's no-impact beside the others', and how far they agree
-    several = every.height > 0 and every["judge"].n_unique() > 1
-    labels = judge_labels(every if several else every.head(0), figures)
-    notes.extend(same_views(figures, policies))
-    reasons = commit_reasons(rows)  # rows hold every figures column, one row per (policy, case)
+    notes.extend(every.same.lines)
+    reasons = every.commit_reasons()
     frontier = None
     if sweep is not None:
+        figures = pl.concat(every.figures) if every.figures else run.table("figures")
+        rows = pl.concat(every.rows, how="vertical_relaxed") if every.rows else None
+        verdicts = read_verdicts(run.path)  # the frontier's gold measures read every judge
+        if rows is None:
+            rows = outcomes(run, label, verdicts, figures=figures)
         frontier = build_frontier(
-            run, sweep, rows, label, verdicts, costs=costs, figures=figures, alpha=alpha
+            run,
+            sweep,
+            rows,
+            label,
+            verdicts,
+            costs=archive_costs(run),
+            figures=figures,
+            alpha=alpha,
         )
         notes.extend(frontier.notes)
+    verdict_count = every.verdicts
+    if label is not None:  # the judge's verdicts of policies without figures count too
+        judged = index.filter(pl.col("judge") == label)["policy"].unique().to_list()
+        for policy in sorted(set(judged) - every.counted):
+            verdict_count += policy_verdicts(run.path, policy, [], label).height
     meta = _metadata(
         run,
         label,
-        int(verdicts.filter(pl.col("judge") == label).height) if label else 0,
+        verdict_count,
         calibration=_calibration_meta(calibration, table, bootstrap),
         **({"sweep": frontier.meta()} if frontier is not None else {}),
         reference=reference,
@@ -319,15 +360,221 @@ def build_report(
         alpha=alpha,
         no_impact=table,
         paired=paired,
-        taxonomy=taxonomy_table(rows, losses, policies),
-        examples=example_losses(losses, examples, policies),
-        cost=cost_table(rows, policies, reasons),
+        taxonomy=every.taxonomy(),
+        examples=every.examples(),
+        cost=every.cost(),
         commit_reasons=reasons,
-        failures=failures_table(rows, policies),
-        losses=losses,
+        failures=every.failures(),
         meta=json.loads(json.dumps(meta, default=str)),
         notes=tuple(notes),
         frontier=frontier,
-        judges=judges_table(labels, policies, alpha),
-        agreement=agreement_table(labels),
+        judges=every.judges() if several else pl.DataFrame(schema=JUDGES_SCHEMA),
+        agreement=every.agreement() if several else pl.DataFrame(schema=AGREEMENT_SCHEMA),
     )
+
+
+class PolicyPass:
+    """A report's tables, built policy by policy.
+
+    ``add(policy)`` reads one policy's figures (``tables.FIGURE_COLUMNS``), its verdicts from
+    ``judge`` (and the labels of every judge in ``judges``, for their agreement) and its losses,
+    and keeps what the tables need of it: its row of the no-impact, cost and failures tables,
+    its commit reasons, its scored (case, session, no-impact) for the paired tests, its loss
+    counts, its candidate examples (``tables.top_ranked``) and its label counts. Every table is
+    the one the whole run's frames give (``tables.*_table``): each policy's rows depend on that
+    policy alone, and what crosses policies (Holm, the reference, the examples' turns, the
+    taxonomy's extra categories, kappa) is computed from the kept parts at the end.
+    """
+
+    def __init__(
+        self,
+        run: Run,
+        judge: str | None,
+        judges: list[str],
+        *,
+        seed: int,
+        bootstrap: int,
+        alpha: float,
+        examples: int,
+        calibration: JudgeAccuracy | None,
+        keep_rows: bool = False,
+    ) -> None:
+        self.run, self.judge, self.every_judge = run, judge, judges
+        self.seed, self.bootstrap, self.alpha = seed, bootstrap, alpha
+        self.limit, self.calibration = examples, calibration
+        self.keep_rows = keep_rows  # a sweep's frontier reads the whole run's rows
+        self.policies: list[str] = []  # with figures, in manifest order
+        self.rows: list[pl.DataFrame] = []
+        self.figures: list[pl.DataFrame] = []
+        self.same = SameViews()
+        self._no_impact: list[pl.DataFrame] = []
+        self._failures: list[pl.DataFrame] = []
+        self._reasons: list[pl.DataFrame] = []
+        self._cost: list[pl.DataFrame] = []
+        self._scored: dict[str, pl.DataFrame] = {}  # per policy: (case, ok), see _keep_scored
+        self._cases = pl.DataFrame(schema={"case_id": pl.String, "session_id": pl.String})
+        self._loss_counts: list[pl.DataFrame] = []
+        self._candidates: list[pl.DataFrame] = []
+        self._label_counts: list[pl.DataFrame] = []
+        self._pairs: dict[tuple[str, str], PairTable] = {}
+        self.verdicts = 0  # the judge's verdicts of the policies read (``counted``)
+        self.counted: set[str] = set()
+
+    def add(self, policy: str) -> None:
+        """Read one policy and keep its parts of the tables."""
+        figures = policy_figures(self.run, policy)
+        present = figures is not None and figures.height > 0
+        verdicts = self._verdicts(policy, figures, present)
+        if figures is None or not present:
+            return
+        self.policies.append(policy)
+        # the rows without the losses: those of the scored cases are joined apart (``_losses``)
+        rows = outcomes(
+            self.run,
+            self.judge,
+            verdicts.drop("losses") if verdicts is not None else None,
+            figures=figures,
+        ).drop("losses", strict=False)
+        if verdicts is not None:
+            self._losses(rows, verdicts)
+        del verdicts
+        rows = with_recovery_cost(rows, archive_costs(self.run, [policy]))
+        self._no_impact.append(
+            no_impact_table(
+                rows,
+                [policy],
+                seed=self.seed,
+                n_boot=self.bootstrap,
+                alpha=self.alpha,
+                calibration=self.calibration,
+            )
+        )
+        self._failures.append(failures_table(rows, [policy]))
+        reasons = commit_reasons(rows)
+        self._reasons.append(reasons)
+        self._cost.append(cost_table(rows, [policy], reasons))
+        self.same.add(policy, figures)
+        self._keep_scored(policy, scored_pairs(rows))
+        if self.keep_rows:
+            self.rows.append(rows)
+            self.figures.append(figures)
+
+    def _verdicts(
+        self, policy: str, figures: pl.DataFrame | None, present: bool
+    ) -> pl.DataFrame | None:
+        """The judge's verdicts of the policy, with their losses when it has figures; with
+        several judges, every judge's labels of it counted first (as ``judge_labels``: a
+        planner failure is ``planner_failed``)."""
+        losses_of = self.judge if present else None
+        if self.every_judge:
+            every = policy_verdicts(self.run, policy, REPORT_COLUMNS, losses_of=losses_of)
+            labels = judge_labels(every, figures)
+            self._label_counts.append(label_counts(labels))
+            add_counts(self._pairs, agreement_counts(labels, self.every_judge))
+            del labels
+            verdicts = every.filter(pl.col("judge") == self.judge) if self.judge else None
+        elif self.judge is None or not present:
+            return None
+        else:
+            verdicts = policy_verdicts(
+                self.run, policy, REPORT_COLUMNS, self.judge, losses_of=self.judge
+            )
+        if verdicts is not None:
+            self.verdicts += verdicts.height
+            self.counted.add(policy)
+        return verdicts
+
+    def _losses(self, rows: pl.DataFrame, verdicts: pl.DataFrame) -> None:
+        """The policy's loss counts and candidate examples, from its losses alone."""
+        counts, candidates = loss_summary(rows, verdicts, self.limit)
+        if counts.height:
+            self._loss_counts.append(counts)
+        if candidates.height:
+            self._candidates.append(candidates)
+
+    def _keep_scored(self, policy: str, scored: pl.DataFrame) -> None:
+        """Keep a policy's scored ``ok`` for the paired tests against a reference not yet
+        known, by index into the (case, session) pairs shared by every policy: the policies
+        replay the same cases, so each adds a column of booleans, not its case ids again."""
+        keys = scored.select("case_id", "session_id")
+        fresh = keys.join(self._cases, on=["case_id", "session_id"], how="anti")
+        if fresh.height:
+            self._cases = pl.concat([self._cases, fresh.unique(maintain_order=True)], rechunk=True)
+        index = self._cases.with_row_index("case")
+        found = keys.join(index, on=["case_id", "session_id"], how="left", maintain_order="left")
+        self._scored[policy] = pl.DataFrame({"case": found["case"], "ok": scored["ok"]})
+
+    def scored(self, policy: str) -> pl.DataFrame:
+        """``tables.scored_pairs`` of one policy, from what ``_keep_scored`` kept."""
+        kept = self._scored[policy]
+        return (
+            self._cases[kept["case"]]
+            .with_columns(pl.lit(policy, pl.String).alias("policy"), kept["ok"])
+            .select("policy", "case_id", "session_id", "ok")
+        )
+
+    def no_impact(self) -> pl.DataFrame:
+        if not self._no_impact:  # the table's empty schema, with the corrected columns or not
+            return no_impact_table(pl.DataFrame(), [], calibration=self.calibration)
+        return pl.concat(self._no_impact)
+
+    def paired(self, reference: str, exact_below: int | None) -> pl.DataFrame:
+        """Each policy against ``reference`` (``tables.paired_table``)."""
+        ref = self.scored(reference) if reference in self._scored else None
+        rows = []
+        for policy in self.policies:
+            if policy == reference:
+                continue
+            mine = self.scored(policy)
+            rows.append(
+                paired_row(
+                    mine if ref is None else pl.concat([mine, ref]),
+                    policy,
+                    reference,
+                    seed=self.seed,
+                    n_boot=self.bootstrap,
+                    alpha=self.alpha,
+                    exact_below=exact_below,
+                )
+            )
+        return with_holm(rows, self.alpha)
+
+    def failures(self) -> pl.DataFrame:
+        found = [f for f in self._failures if f.height]
+        return pl.concat(found) if found else pl.DataFrame(schema=FAILURES_SCHEMA)
+
+    def commit_reasons(self) -> pl.DataFrame:
+        return (
+            sort_reasons(pl.concat(self._reasons))
+            if self._reasons
+            else commit_reasons(pl.DataFrame())
+        )
+
+    def cost(self) -> pl.DataFrame:
+        return pl.concat(self._cost) if self._cost else cost_table(pl.DataFrame(), [])
+
+    def taxonomy(self) -> pl.DataFrame:
+        counts = (
+            pl.concat(self._loss_counts)
+            if self._loss_counts
+            else pl.DataFrame(schema=LOSS_COUNTS_SCHEMA)
+        )
+        scored = {p: frame.height for p, frame in self._scored.items()}
+        return taxonomy_from_counts(scored, counts, self.policies)
+
+    def examples(self) -> pl.DataFrame:
+        if not self._candidates or self.limit <= 0:
+            return pl.DataFrame(schema=LOSSES_SCHEMA)
+        picked = pick_examples(pl.concat(self._candidates), self.limit, self.policies)
+        return with_show(self.run, picked)
+
+    def judges(self) -> pl.DataFrame:
+        counts = (
+            pl.concat(self._label_counts)
+            if self._label_counts
+            else pl.DataFrame(schema=LABEL_COUNTS_SCHEMA)
+        )
+        return judges_from_counts(counts, self.policies, self.alpha)
+
+    def agreement(self) -> pl.DataFrame:
+        return agreement_from_counts(self._pairs, self.every_judge)

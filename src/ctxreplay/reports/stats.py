@@ -187,19 +187,31 @@ def _resampled_ratio(
     """Σ sums / Σ counts over ``n_boot`` resamples of the clusters, with replacement.
 
     A resample is drawn as multinomial cluster weights (how often each cluster was picked),
-    in batches so memory stays bounded for many clusters.
+    in batches so memory stays bounded for many clusters. A batch's weights are drawn a few
+    rows at a time (at most ``DRAW_CELLS`` integers) into one float matrix: the same draws and
+    the same matrix products as drawing the whole batch at once, without its integer copy.
     """
     g = len(sums)
     rng = np.random.default_rng(seed)
     p = np.full(g, 1.0 / g)
     out = np.empty(n_boot)
+    step = max(1, DRAW_CELLS // max(g, 1))
+    weights = np.empty((min(batch, n_boot), g))
     done = 0
     while done < n_boot:
         size = min(batch, n_boot - done)
-        weights = rng.multinomial(g, p, size=size).astype(float)
-        out[done : done + size] = (weights @ sums) / (weights @ counts)
+        w = weights[:size]
+        for row in range(0, size, step):
+            end = min(row + step, size)
+            w[row:end] = rng.multinomial(g, p, size=end - row)
+        out[done : done + size] = (w @ sums) / (w @ counts)
         done += size
     return out
+
+
+#: the most cluster weights ``_resampled_ratio`` draws at once (integers, before they are
+#: copied into the batch's float matrix)
+DRAW_CELLS = 1 << 16
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import math
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,12 @@ from ..errors import CtxreplayError
 from ..judges.base import DEFAULT_JUDGE
 from ..runs import (
     Run,
+    RunError,
     judge_label,
+    query_verdicts,
+    read_table,
     read_verdicts,
+    slug,
 )
 from ..schema import CATEGORIES
 from . import stats
@@ -70,6 +74,19 @@ def resolve_judge(verdicts: pl.DataFrame, judge: str | None) -> str | None:
     return judge_label(verdicts, judge, ReportError)
 
 
+#: the verdict columns ``outcomes`` joins to the figures (those present in the verdicts given)
+VERDICT_COLUMNS = ["label", "losses", "recoverable", "explanation", "unscored_reason"]
+
+#: the figures columns the report's tables read (``build_report`` reads no other)
+FIGURE_COLUMNS = [
+    "policy", "policy_name", "case_id", "session_id", "pruning_rate", "editable_pruning",
+    "view_tokens", "committed", "commit_reason", "planner_failure", "requests",
+    "input_baseline", "input_policy", "cached_max_baseline", "cached_max_policy",
+    "output_tokens", "cache_break_tokens", "usd_baseline_low", "usd_baseline_high",
+    "usd_policy_low", "usd_policy_high", "planner_usd", "recorded_cache",
+]  # fmt: skip
+
+
 def outcomes(
     run: Run,
     judge: str | None,
@@ -79,7 +96,8 @@ def outcomes(
 ) -> pl.DataFrame:
     """One row per (policy, case): figures joined with the judge's verdict (label null: not judged).
 
-    ``verdicts``: the run's verdicts when already read (``read_verdicts(run.path)``);
+    ``verdicts``: the run's verdicts when already read (``read_verdicts(run.path)``), of which
+    the ``VERDICT_COLUMNS`` present are joined (a report reads only those it uses);
     ``figures``: the run's figures when already read (``run.table("figures")``).
     """
     figures = figures if figures is not None else run.table("figures")
@@ -93,18 +111,9 @@ def outcomes(
             pl.lit(None, pl.String).alias("unscored_reason"),
         )
     else:
-        verdicts = (
-            (verdicts if verdicts is not None else read_verdicts(run.path))
-            .filter(pl.col("judge") == judge)
-            .select(
-                "policy",
-                "case_id",
-                "label",
-                "losses",
-                "recoverable",
-                "explanation",
-                "unscored_reason",
-            )
+        verdicts = verdicts if verdicts is not None else read_verdicts(run.path)
+        verdicts = verdicts.filter(pl.col("judge") == judge).select(
+            "policy", "case_id", *[c for c in VERDICT_COLUMNS if c in verdicts.columns]
         )
     joined = figures.join(verdicts, on=["policy", "case_id"], how="left")
     # a case whose planner failed kept the prefix because of the failure, not because of a
@@ -316,26 +325,37 @@ def failures_table(outcomes: pl.DataFrame, policies: Sequence[str]) -> pl.DataFr
     )
 
 
-def same_views(figures: pl.DataFrame, policies: Sequence[str]) -> list[str]:
-    """One line per policy whose views equal an earlier policy's on every case (same tokens and
-    the same commits): two rows of one result, which a reader should know."""
-    lines = []
-    seen: dict[tuple[int, str], str] = {}
-    for policy in policies:
+class SameViews:
+    """``same_views`` policy by policy: ``add`` each policy's figures in report order, then
+    read ``lines`` (a report holds one policy's figures at a time)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._seen: dict[tuple[int, str], str] = {}
+
+    def add(self, policy: str, figures: pl.DataFrame) -> None:
         rows = figures.filter(pl.col("policy") == policy).sort("case_id")
         if rows.height == 0:
-            continue
+            return
         # a digest of the (case, view tokens, committed) rows, not a tuple of them in memory
         hashes = rows.select("case_id", "view_tokens", "committed").hash_rows(seed=0)
         key = (rows.height, hashlib.sha256(hashes.to_numpy().tobytes()).hexdigest())
-        if key in seen:
-            lines.append(
-                f"{policy} made the same view as {seen[key]} on all {rows.height:,} cases "
+        if key in self._seen:
+            self.lines.append(
+                f"{policy} made the same view as {self._seen[key]} on all {rows.height:,} cases "
                 f"(its own rule never changed what it kept): their rows are one result"
             )
         else:
-            seen[key] = policy
-    return lines
+            self._seen[key] = policy
+
+
+def same_views(figures: pl.DataFrame, policies: Sequence[str]) -> list[str]:
+    """One line per policy whose views equal an earlier policy's on every case (same tokens and
+    the same commits): two rows of one result, which a reader should know."""
+    seen = SameViews()
+    for policy in policies:
+        seen.add(policy, figures)
+    return seen.lines
 
 
 # --- (b) paired comparisons -------------------------------------------------------------------
@@ -392,44 +412,76 @@ def paired_table(
     policies, and the difference in no-impact rate (policy − reference, percentage points) with
     a paired session-cluster bootstrap interval.
     """
-    scored = scored_rows(outcomes).select(
+    scored = scored_pairs(outcomes)
+    rows = [
+        paired_row(
+            scored,
+            policy,
+            reference,
+            seed=seed,
+            n_boot=n_boot,
+            alpha=alpha,
+            exact_below=exact_below,
+        )
+        for policy in policies
+        if policy != reference
+    ]
+    return with_holm(rows, alpha)
+
+
+def scored_pairs(outcomes: pl.DataFrame) -> pl.DataFrame:
+    """What the paired comparisons read of ``outcomes``: policy, case_id, session_id and ``ok``
+    (no_impact) of the scored rows."""
+    return scored_rows(outcomes).select(
         "policy", "case_id", "session_id", (pl.col("label") == "no_impact").alias("ok")
     )
-    rows = []
-    for policy in policies:
-        if policy == reference:
-            continue
-        both = pairs(scored, policy, reference)
-        ok = both["ok"]
-        ref_ok = both["ref_ok"]
-        _, b, c = discordant(both)
-        test = stats.mcnemar(b, c, exact_below) if both.height else None
-        diff = stats.paired_bootstrap_diff(
-            ok.cast(pl.Float64).to_numpy(),
-            ref_ok.cast(pl.Float64).to_numpy(),
-            both["session_id"].to_list(),
-            seed,
-            n_boot,
-            alpha,
-        )
-        rows.append(
-            {
-                "policy": policy,
-                "reference": reference,
-                "n_paired": both.height,
-                "both_no_impact": int((ok & ref_ok).sum()),
-                "b": b,
-                "c": c,
-                "both_impact": int((~ok & ~ref_ok).sum()),
-                "test": test.method if test else None,
-                "statistic": test.statistic if test else math.nan,
-                "p": test.pvalue if test else math.nan,
-                "p_holm": math.nan,
-                "diff_pct": stats.pct(diff.estimate),
-                "diff_lo": stats.pct(diff.low),
-                "diff_hi": stats.pct(diff.high),
-            }
-        )
+
+
+def paired_row(
+    scored: pl.DataFrame,
+    policy: str,
+    reference: str,
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    alpha: float = 0.05,
+    exact_below: int | None = stats.EXACT_BELOW,
+) -> dict[str, Any]:
+    """One row of ``paired_table`` (``p_holm`` NaN until ``with_holm``); ``scored``:
+    ``scored_pairs`` of (at least) the two policies."""
+    both = pairs(scored, policy, reference)
+    ok = both["ok"]
+    ref_ok = both["ref_ok"]
+    _, b, c = discordant(both)
+    test = stats.mcnemar(b, c, exact_below) if both.height else None
+    diff = stats.paired_bootstrap_diff(
+        ok.cast(pl.Float64).to_numpy(),
+        ref_ok.cast(pl.Float64).to_numpy(),
+        both["session_id"].to_list(),
+        seed,
+        n_boot,
+        alpha,
+    )
+    return {
+        "policy": policy,
+        "reference": reference,
+        "n_paired": both.height,
+        "both_no_impact": int((ok & ref_ok).sum()),
+        "b": b,
+        "c": c,
+        "both_impact": int((~ok & ~ref_ok).sum()),
+        "test": test.method if test else None,
+        "statistic": test.statistic if test else math.nan,
+        "p": test.pvalue if test else math.nan,
+        "p_holm": math.nan,
+        "diff_pct": stats.pct(diff.estimate),
+        "diff_lo": stats.pct(diff.low),
+        "diff_hi": stats.pct(diff.high),
+    }
+
+
+def with_holm(rows: Sequence[dict[str, Any]], alpha: float = 0.05) -> pl.DataFrame:
+    """The paired table of ``paired_row`` rows, Holm-adjusted across them."""
     frame = pl.DataFrame(rows, schema=PAIRED_SCHEMA)
     if frame.height:
         adjusted = stats.holm(frame["p"].to_list(), alpha).adjusted
@@ -452,36 +504,127 @@ LOSSES_SCHEMA = {
 }
 
 
-def losses_frame(run: Run | str | os.PathLike[str], outcomes: pl.DataFrame) -> pl.DataFrame:
-    """Every lost dependency of every scored verdict, with the command that opens its case
-    (built column-wise: one Arrow row per loss, no Python object per loss)."""
-    scored = scored_rows(outcomes).select("policy", "case_id", "session_id", "losses")
-    if scored.height == 0 or not isinstance(scored.schema["losses"], pl.List):
-        return pl.DataFrame(schema=LOSSES_SCHEMA)  # no verdicts: a null column, nothing lost
-    exploded = scored.filter(pl.col("losses").list.len() > 0).explode("losses")
-    if exploded.height == 0:
-        return pl.DataFrame(schema=LOSSES_SCHEMA)
-    # the command of each (case, policy) once, joined back: ``show_command`` quotes exactly
-    pairs = exploded.select("policy", "case_id").unique()
+#: a loss before its ``show`` command (``scored_losses``), and the order losses are listed in
+LOSS_COLUMNS = {k: v for k, v in LOSSES_SCHEMA.items() if k != "show"}
+LOSS_ORDER = ["policy", "category", "case_id", "need_seq", "anchor"]
+
+
+def scored_losses(outcomes: pl.DataFrame, verdicts: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Every lost dependency of every scored verdict of ``outcomes`` (rows with ``losses``),
+    in ``LOSS_ORDER``, without the ``show`` command (``with_show`` adds it to the rows kept).
+
+    ``verdicts``: the (case_id, losses) of the judge's verdicts when ``outcomes`` (the rows of
+    one policy) do not carry them: only the scored cases' non-empty losses are taken, rather
+    than every verdict's losses copied into the rows first."""
+    if verdicts is None:
+        if "losses" not in outcomes.columns:
+            return pl.DataFrame(schema=LOSS_COLUMNS)
+        scored = scored_rows(outcomes).select("policy", "case_id", "session_id", "losses")
+        if scored.height == 0 or not isinstance(scored.schema["losses"], pl.List):
+            return pl.DataFrame(schema=LOSS_COLUMNS)  # no verdicts: a null column, nothing lost
+        return _loss_rows(scored.filter(pl.col("losses").list.len() > 0).explode("losses"))
+    return _joined_losses(scored_rows(outcomes).select("policy", "case_id", "session_id"), verdicts)
+
+
+def _joined_losses(keys: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
+    """``scored_losses`` of the scored cases ``keys`` (policy, case_id, session_id of one
+    policy) from the verdicts' (case_id, losses). The losses of one case keep their order and
+    no two cases tie in ``LOSS_ORDER``, so the order of the cases does not matter."""
+    if keys.height == 0 or not isinstance(verdicts.schema["losses"], pl.List):
+        return pl.DataFrame(schema=LOSS_COLUMNS)
+    return _loss_rows(
+        verdicts.select("case_id", "losses")
+        .filter(
+            pl.col("case_id").is_in(keys["case_id"].implode()) & (pl.col("losses").list.len() > 0)
+        )
+        .explode("losses")
+        .join(keys, on="case_id", how="left", maintain_order="left")
+    )
+
+
+def _loss_rows(exploded: pl.DataFrame) -> pl.DataFrame:
+    """One row per loss (``LOSS_COLUMNS``, in ``LOSS_ORDER``) of exploded ``losses``."""
+    loss = pl.col("losses").struct
+    return (
+        exploded.select(
+            "policy",
+            loss.field("category").alias("category"),
+            "case_id",
+            "session_id",
+            loss.field("anchor").alias("anchor"),
+            loss.field("source_object").alias("source_object"),
+            loss.field("need_seq").cast(pl.Int64).alias("need_seq"),
+            loss.field("detail").alias("detail"),
+        )
+        .cast(LOSS_COLUMNS)  # type: ignore[arg-type]
+        .sort(LOSS_ORDER, nulls_last=True, maintain_order=True)
+    )
+
+
+#: verdicts whose losses ``loss_summary`` explodes at once
+LOSS_CHUNK = 2048
+
+#: a (policy, category, case): the examples take one loss of each
+TRIPLE = ["policy", "category", "case_id"]
+
+
+def loss_summary(
+    outcomes: pl.DataFrame, verdicts: pl.DataFrame, limit: int, chunk: int = LOSS_CHUNK
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One policy's ``loss_counts`` and its candidate examples (``top_ranked`` of
+    ``rank_examples``, with every ``LOSS_COLUMNS``), as ``scored_losses(outcomes, verdicts)``
+    gives them, exploding the losses of ``chunk`` verdicts at a time.
+
+    A case's losses are all in its verdict, so the counts add up chunk by chunk, and the first
+    loss of each (policy, category, case) is found in its chunk; the ranks need only those
+    triples, and the full losses are read again for the few candidates."""
+    keys = scored_rows(outcomes).select("policy", "case_id", "session_id")
+    counts, firsts = [], []
+    for start in range(0, verdicts.height, max(chunk, 1)):
+        part = _joined_losses(keys, verdicts.slice(start, chunk))
+        if part.height == 0:
+            continue
+        counts.append(loss_counts(part))
+        firsts.append(
+            part.unique(TRIPLE, keep="first", maintain_order=True).select(*TRIPLE, "session_id")
+        )
+    if not firsts:
+        return pl.DataFrame(schema=LOSS_COUNTS_SCHEMA), pl.DataFrame(schema=LOSS_COLUMNS)
+    total = (
+        pl.concat(counts)
+        .group_by("policy", "category", maintain_order=True)
+        .agg(pl.col("cases").sum(), pl.col("losses").sum())
+        .select(list(LOSS_COUNTS_SCHEMA))
+    )
+    if limit <= 0:
+        return total, pl.DataFrame(schema=LOSS_COLUMNS)
+    top = top_ranked(rank_examples(pl.concat(firsts).sort(TRIPLE)), limit)
+    picked = top["case_id"].implode()
+    full = _joined_losses(
+        keys.filter(pl.col("case_id").is_in(picked)),
+        verdicts.filter(pl.col("case_id").is_in(picked)),
+    ).unique(TRIPLE, keep="first", maintain_order=True)
+    return total, top.join(full, on=[*TRIPLE, "session_id"], how="left", maintain_order="left")
+
+
+def with_show(run: Run | str | os.PathLike[str], losses: pl.DataFrame) -> pl.DataFrame:
+    """``losses`` (``scored_losses``) with the command that opens each one's case, in their
+    order: ``show_command`` once per (case, policy), joined back (one Arrow row per loss, no
+    Python object per loss)."""
+    pairs = losses.select("policy", "case_id").unique(maintain_order=True)
     shows = pairs.with_columns(
         show=pl.Series([show_command(run, c, p) for p, c in pairs.iter_rows()], dtype=pl.String)
     )
-    loss = pl.col("losses").struct
-    frame = exploded.select(
-        "policy",
-        loss.field("category").alias("category"),
-        "case_id",
-        "session_id",
-        loss.field("anchor").alias("anchor"),
-        loss.field("source_object").alias("source_object"),
-        loss.field("need_seq").cast(pl.Int64).alias("need_seq"),
-        loss.field("detail").alias("detail"),
-    ).join(shows, on=["policy", "case_id"], how="left")
     return (
-        frame.cast(LOSSES_SCHEMA)  # type: ignore[arg-type]
+        losses.join(shows, on=["policy", "case_id"], how="left", maintain_order="left")
+        .cast(LOSSES_SCHEMA)  # type: ignore[arg-type]
         .select(list(LOSSES_SCHEMA))
-        .sort(["policy", "category", "case_id", "need_seq", "anchor"], nulls_last=True)
     )
+
+
+def losses_frame(run: Run | str | os.PathLike[str], outcomes: pl.DataFrame) -> pl.DataFrame:
+    """Every lost dependency of every scored verdict, with the command that opens its case."""
+    return with_show(run, scored_losses(outcomes))
 
 
 TAXONOMY_SCHEMA = {
@@ -493,27 +636,57 @@ TAXONOMY_SCHEMA = {
     "rate_pct": pl.Float64,  # cases / n × 100
 }
 
+LOSS_COUNTS_SCHEMA = {
+    "policy": pl.String,
+    "category": pl.String,
+    "cases": pl.Int64,
+    "losses": pl.Int64,
+}
+
+
+def loss_counts(losses: pl.DataFrame) -> pl.DataFrame:
+    """Per (policy, category) of ``losses``: the cases with a loss of it, and its losses — what
+    the taxonomy and the examples' summary say of every loss (summed policy by policy)."""
+    return (
+        losses.group_by("policy", "category")
+        .agg(
+            pl.col("case_id").n_unique().cast(pl.Int64).alias("cases"),
+            pl.len().cast(pl.Int64).alias("losses"),
+        )
+        .select(list(LOSS_COUNTS_SCHEMA))
+    )
+
 
 def taxonomy_table(
     outcomes: pl.DataFrame, losses: pl.DataFrame, policies: Sequence[str]
 ) -> pl.DataFrame:
     """Policy × category: cases with ≥ 1 loss of the category, losses, and the share of scored
     cases (long form; all six categories for every policy, then any other category a judge used)."""
-    extra = sorted(set(losses["category"].to_list()) - set(CATEGORIES))
+    scored = {p: outcomes.filter((pl.col("policy") == p) & SCORED).height for p in policies}
+    return taxonomy_from_counts(scored, loss_counts(losses), policies)
+
+
+def taxonomy_from_counts(
+    scored: Mapping[str, int], counts: pl.DataFrame, policies: Sequence[str]
+) -> pl.DataFrame:
+    """``taxonomy_table`` from each policy's scored verdicts and ``loss_counts``."""
+    extra = sorted(set(counts["category"].to_list()) - set(CATEGORIES))
+    index: dict[tuple[str, str], tuple[int, int]] = {}
+    for p, c, k, n in counts.select(list(LOSS_COUNTS_SCHEMA)).iter_rows():
+        before = index.get((p, c), (0, 0))
+        index[(p, c)] = (before[0] + k, before[1] + n)  # counts of disjoint sets of cases
     rows = []
     for policy in policies:
-        n = outcomes.filter((pl.col("policy") == policy) & SCORED).height
-        mine = losses.filter(pl.col("policy") == policy)
+        n = scored.get(policy, 0)
         for category in (*CATEGORIES, *extra):
-            of = mine.filter(pl.col("category") == category)
-            cases = of["case_id"].n_unique()
+            cases, lost = index.get((policy, category), (0, 0))
             rows.append(
                 {
                     "policy": policy,
                     "category": category,
                     "n": n,
                     "cases": cases,
-                    "losses": of.height,
+                    "losses": lost,
                     "rate_pct": 100.0 * cases / n if n else math.nan,
                 }
             )
@@ -532,8 +705,16 @@ def example_losses(
         return losses.head(0)
     order = list(policies or ())
     order += sorted(set(losses["policy"].to_list()) - set(order))
+    return pick_examples(rank_examples(losses), limit, order).select(list(LOSSES_SCHEMA))
+
+
+def rank_examples(losses: pl.DataFrame) -> pl.DataFrame:
+    """``losses`` (in ``LOSS_ORDER``) one per (policy, category, case), ranked for
+    ``example_losses``: the k-th loss of its (policy, category) is in round ``_round``, and in a
+    round a policy's categories take turns (``_turn``). A policy's ranks depend on its own losses
+    only, so a report ranks policy by policy and keeps each one's ``top_ranked``."""
     firsts = losses.unique(["policy", "category", "case_id"], keep="first", maintain_order=True)
-    ranked = (
+    return (
         firsts.with_columns(
             pl.int_range(pl.len()).over(["policy", "category", "session_id"]).alias("_session")
         )
@@ -541,21 +722,130 @@ def example_losses(
         # the k-th loss of its (policy, category) is in round k; in a round, policies take turns
         .with_columns(pl.int_range(pl.len()).over(["policy", "category"]).alias("_round"))
         .sort(["policy", "_round", "category"])
-        .with_columns(
-            pl.int_range(pl.len()).over(["policy", "_round"]).alias("_turn"),
-            pl.col("policy").replace_strict(order, range(len(order))).alias("_policy"),
+        .with_columns(pl.int_range(pl.len()).over(["policy", "_round"]).alias("_turn"))
+    )
+
+
+def top_ranked(ranked: pl.DataFrame, limit: int) -> pl.DataFrame:
+    """The first ``limit`` of one policy's ``rank_examples``: all that ``pick_examples`` can take
+    of it, whatever the other policies' ranks."""
+    return ranked.sort(["_round", "_turn"]).head(limit)
+
+
+def pick_examples(ranked: pl.DataFrame, limit: int, order: Sequence[str]) -> pl.DataFrame:
+    """The examples among ranked losses (``rank_examples``, every policy in ``order``): round by
+    round, policies taking turns in ``order``; listed by policy, category and case."""
+    return (
+        ranked.with_columns(
+            pl.col("policy").replace_strict(order, range(len(order))).alias("_policy")
         )
         .sort(["_round", "_turn", "_policy"])
+        .head(limit)
+        .sort(["_policy", "category", "case_id"])
+        .drop("_session", "_round", "_turn", "_policy")
     )
-    return ranked.head(limit).sort(["_policy", "category", "case_id"]).select(list(LOSSES_SCHEMA))
 
 
 def normalise_category(category: str, known: Sequence[str] = CATEGORIES) -> str:
     """``locator/handle``, ``Locator-Handle``, ``behavioral contract`` → the schema's name."""
-    key = re.sub(r"[\s/\-]+", "_", category.strip().lower()).replace("behavioral", "behavioural")
+    key = _category_key(category)
     if key in known:
         return key
     raise ReportError(f"unknown category {category!r}; categories: {', '.join(known)}")
+
+
+def _category_key(category: str) -> str:
+    return re.sub(r"[\s/\-]+", "_", category.strip().lower()).replace("behavioral", "behavioural")
+
+
+# --- a run read policy by policy ------------------------------------------------------------
+
+
+def policy_figures(
+    run: Run, policy: str, columns: Sequence[str] | None = FIGURE_COLUMNS
+) -> pl.DataFrame | None:
+    """One policy's figures, only ``columns`` read (None: every column); None when the run has
+    no figures folder for it. The caller checks the run first (``Run.check``)."""
+    folder = run.path / "figures" / slug(policy)
+    if not folder.is_dir():
+        return None
+    return read_table("figures", sorted(folder.glob("*.parquet")), run.path, columns=columns)
+
+
+#: what identifies a verdict: one per (judge, policy, case_id)
+VERDICT_KEYS = ["judge", "policy", "case_id"]
+
+
+def policy_verdicts(
+    run: Run | str | os.PathLike[str],
+    policy: str,
+    columns: Sequence[str],
+    judge: str | None = None,
+    *,
+    losses_of: str | None = None,
+) -> pl.DataFrame:
+    """One policy's verdicts (of one judge label when given), ``VERDICT_KEYS`` and ``columns``
+    only, filtered and projected while scanning: the verdicts ``read_verdicts`` returns of it.
+    ``losses_of``: with the ``losses`` of this judge label's verdicts (null for the others')."""
+    where = pl.col("policy") == policy
+    if judge is not None:
+        where = where & (pl.col("judge") == judge)
+    keep: list[pl.Expr] = [pl.col(c) for c in dict.fromkeys([*VERDICT_KEYS, *columns])]
+    if losses_of is not None:
+        keep.append(pl.when(pl.col("judge") == losses_of).then(pl.col("losses")).alias("losses"))
+    return query_verdicts(
+        as_run(run).path,
+        lambda scan: (
+            scan.filter(where).select(keep).unique(VERDICT_KEYS, keep="first", maintain_order=True)
+        ),
+    )
+
+
+def verdict_index(run: Run | str | os.PathLike[str]) -> pl.DataFrame:
+    """The distinct (judge, judge_name, policy) of a run's verdicts, without holding a verdict
+    (empty when the run has none): which judges, by which names, judged which policies."""
+    return query_verdicts(
+        as_run(run).path,
+        lambda scan: scan.select("judge", "judge_name", "policy").unique(maintain_order=True),
+    )
+
+
+def judge_names(index: pl.DataFrame) -> pl.DataFrame:
+    """(judge, judge_name) of a ``verdict_index``: what ``resolve_judge`` reads."""
+    return index.select("judge", "judge_name").unique(maintain_order=True)
+
+
+def judged_outcomes(
+    run: Run, judge: str | None, policy: str, figures: pl.DataFrame
+) -> pl.DataFrame:
+    """``outcomes`` of one policy with its losses: what the losses of a report and an audit are
+    read from (label, with planner failures, and losses only)."""
+    verdicts = policy_verdicts(run, policy, ["label", "losses"], judge) if judge else None
+    return outcomes(run, judge, verdicts, figures=figures)
+
+
+def _policy_losses(run: Run, judge: str | None, policies: Sequence[str]) -> Iterator[pl.DataFrame]:
+    """Each policy's ``scored_losses``, one policy at a time."""
+    for policy in policies:
+        figures = policy_figures(
+            run, policy, ["policy", "case_id", "session_id", "planner_failure"]
+        )
+        if figures is not None and figures.height:
+            yield scored_losses(judged_outcomes(run, judge, policy, figures))
+
+
+def every_loss(
+    run: Run | str | os.PathLike[str], judge: str | None, policy: str | None = None
+) -> pl.DataFrame:
+    """Every loss of one judge label (``losses_frame`` of the run's outcomes), read policy by
+    policy; ``policy``: that policy's only."""
+    r = as_run(run)
+    r.check()
+    policies = [r.resolve_policy(policy)] if policy is not None else r.policies
+    found = list(_policy_losses(r, judge, policies))
+    if not found:
+        return pl.DataFrame(schema=LOSSES_SCHEMA)
+    return with_show(r, pl.concat(found).sort(LOSS_ORDER, nulls_last=True, maintain_order=True))
 
 
 def audit(
@@ -567,18 +857,39 @@ def audit(
     """Every loss of one failure category, with its evidence and the ``show`` command.
 
     Columns: policy, category, case_id, session_id, anchor, source_object, need_seq, detail,
-    show. ``policy`` (a label or a name) keeps one policy.
+    show. ``policy`` (a label or a name) keeps one policy. Read policy by policy, keeping only
+    the category's losses.
     """
     r = as_run(run)
-    verdicts = read_verdicts(r.path)
-    label = resolve_judge(verdicts, judge)
-    losses = losses_frame(r, outcomes(r, label, verdicts))
-    found = sorted(set(losses["category"].to_list()) - set(CATEGORIES))
-    cat = normalise_category(category, (*CATEGORIES, *found))
-    out = losses.filter(pl.col("category") == cat)
+    label = resolve_judge(judge_names(verdict_index(r)), judge)
+    r.check()
+    key = _category_key(category)
+    target, unknown = None, None
     if policy is not None:
-        out = out.filter(pl.col("policy") == r.resolve_policy(policy))
-    return out
+        try:
+            target = r.resolve_policy(policy)
+        except RunError as e:
+            unknown = e
+    if unknown is not None and key in CATEGORIES:
+        raise unknown
+    # a category of the schema needs only the policy's losses; another must be one a judge used
+    policies = [target] if target is not None and key in CATEGORIES else r.policies
+    found: set[str] = set()
+    kept = []
+    for losses in _policy_losses(r, label, policies):
+        found.update(losses["category"].to_list())
+        kept.append(losses.filter(pl.col("category") == key))
+    normalise_category(category, (*CATEGORIES, *sorted(found - set(CATEGORIES))))
+    if unknown is not None:
+        raise unknown
+    out = (
+        pl.concat(kept).sort(LOSS_ORDER, nulls_last=True, maintain_order=True)
+        if kept
+        else pl.DataFrame(schema=LOSS_COLUMNS)
+    )
+    if target is not None:
+        out = out.filter(pl.col("policy") == target)
+    return with_show(r, out)
 
 
 # --- judges side by side, their agreement and disagreements -------------------------------
@@ -624,22 +935,51 @@ def judges_table(
     """Judge × policy: the no-impact rate each judge gives each policy, with its Wilson
     interval, so judges (flow, llm, probe, counterfactual, gold labels) sit side by side.
     ``labels``: ``judge_labels``. Judges in name order, policies in ``policies`` order."""
+    return judges_from_counts(label_counts(labels), policies, alpha)
+
+
+LABEL_COUNTS_SCHEMA = {
+    "judge": pl.String,
+    "policy": pl.String,
+    "label": pl.String,
+    "verdicts": pl.Int64,
+}
+
+
+def label_counts(labels: pl.DataFrame) -> pl.DataFrame:
+    """Verdicts per (judge, policy, label) of ``judge_labels``: all ``judges_table`` reads
+    (summed policy by policy)."""
+    return (
+        labels.group_by("judge", "policy", "label")
+        .agg(pl.len().cast(pl.Int64).alias("verdicts"))
+        .select(list(LABEL_COUNTS_SCHEMA))
+    )
+
+
+def judges_from_counts(
+    counts: pl.DataFrame, policies: Sequence[str], alpha: float = 0.05
+) -> pl.DataFrame:
+    """``judges_table`` from ``label_counts``."""
+    index: dict[tuple[str, str], dict[str | None, int]] = {}
+    for judge, policy, label, verdicts in counts.select(list(LABEL_COUNTS_SCHEMA)).iter_rows():
+        of = index.setdefault((judge, policy), {})
+        of[label] = of.get(label, 0) + verdicts
     rows = []
-    for judge in sorted(set(labels["judge"].to_list())):
-        mine = labels.filter(pl.col("judge") == judge)
+    for judge in sorted(set(counts["judge"].to_list())):
         for policy in policies:
-            of = mine.filter(pl.col("policy") == policy)["label"]
-            if of.len() == 0:
+            of = index.get((judge, policy), {})
+            total = sum(of.values())
+            if total == 0:
                 continue
-            k = int((of == "no_impact").sum())
-            n = k + int((of == "impact").sum())
+            k = of.get("no_impact", 0)
+            n = k + of.get("impact", 0)
             w = stats.wilson(k, n, alpha)
             rows.append(
                 {
                     "judge": judge,
                     "policy": policy,
-                    "verdicts": of.len(),
-                    "unscored": int((of == "unscored").sum()),
+                    "verdicts": total,
+                    "unscored": of.get("unscored", 0),
                     "n": n,
                     "no_impact": k,
                     "no_impact_pct": stats.pct(w.estimate),
@@ -672,12 +1012,26 @@ def agreement_table(labels: pl.DataFrame, judges: Sequence[str] | None = None) -
     unjudged pairs leave the comparison. ``labels``: ``judge_labels``; ``judges``: these
     labels only, in this order (default: every judge, by name)."""
     names = list(judges) if judges is not None else sorted(set(labels["judge"].to_list()))
+    return agreement_from_counts(agreement_counts(labels, names), names)
+
+
+#: a pair of judges' 2×2 table over the (case, policy) pairs both scored, positive = impact:
+#: (both impact, a impact only, b impact only, both no impact)
+PairTable = tuple[int, int, int, int]
+
+
+def agreement_counts(
+    labels: pl.DataFrame, judges: Sequence[str]
+) -> dict[tuple[str, str], PairTable]:
+    """Every pair (a, b) of ``judges`` (a before b): its ``PairTable`` over ``labels``
+    (``judge_labels``), which sum over disjoint sets of (case, policy) pairs (policy by
+    policy)."""
     scored = labels.filter(SCORED).select(
         "judge", "policy", "case_id", (pl.col("label") == "impact").alias("impact")
     )
-    rows = []
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
+    out: dict[tuple[str, str], PairTable] = {}
+    for i, a in enumerate(judges):
+        for b in judges[i + 1 :]:
             both = (
                 scored.filter(pl.col("judge") == a)
                 .drop("judge")
@@ -687,8 +1041,39 @@ def agreement_table(labels: pl.DataFrame, judges: Sequence[str] | None = None) -
                     suffix="_b",
                 )
             )
-            k = stats.agreement(both["impact"].to_list(), both["impact_b"].to_list())
-            (tt, tf), (ft, ff) = k.table
+            x, y = both["impact"], both["impact_b"]
+            out[(a, b)] = (
+                int((x & y).sum()),
+                int((x & ~y).sum()),
+                int((~x & y).sum()),
+                int((~x & ~y).sum()),
+            )
+    return out
+
+
+def add_counts(
+    total: dict[tuple[str, str], PairTable], more: Mapping[tuple[str, str], PairTable]
+) -> None:
+    """Add ``more`` pair tables (``agreement_counts``) into ``total``, cell by cell."""
+    for pair, cells in more.items():
+        before = total.get(pair, (0, 0, 0, 0))
+        total[pair] = (
+            before[0] + cells[0],
+            before[1] + cells[1],
+            before[2] + cells[2],
+            before[3] + cells[3],
+        )
+
+
+def agreement_from_counts(
+    counts: Mapping[tuple[str, str], PairTable], judges: Sequence[str]
+) -> pl.DataFrame:
+    """``agreement_table`` from ``agreement_counts`` of these judges (in this order)."""
+    rows = []
+    for i, a in enumerate(judges):
+        for b in judges[i + 1 :]:
+            tt, tf, ft, ff = counts.get((a, b), (0, 0, 0, 0))
+            k = stats.cohen_kappa([[tt, tf], [ft, ff]])
             rows.append(
                 {
                     "judge_a": a,
@@ -828,7 +1213,14 @@ def commit_reasons(figures: pl.DataFrame) -> pl.DataFrame:
         )
         .group_by(["policy", "committed", "reason"])
         .agg(pl.len().cast(pl.Int64).alias("cases"))
-        .sort(["policy", "committed", "cases", "reason"], descending=[False, True, True, False])
+        .pipe(sort_reasons)
+    )
+
+
+def sort_reasons(reasons: pl.DataFrame) -> pl.DataFrame:
+    """``commit_reasons`` rows in its order (each policy's counted apart, then sorted together)."""
+    return reasons.sort(
+        ["policy", "committed", "cases", "reason"], descending=[False, True, True, False]
     )
 
 
