@@ -274,6 +274,20 @@ def agent_use(m: Message) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
     return prose, pairs
 
 
+#: what is always in view: its text, its tokens and its squashed form
+_Always = tuple[str, frozenset[str], str]
+
+
+@dataclass
+class _Sources:
+    """The sources of a case (``FlowJudge._sources_of``): the (index, message) pairs chosen,
+    their analyses, and each token's latest holder by position."""
+
+    chosen: list[tuple[int, Message]] = field(default_factory=list)
+    sources: list[tuple[int, _Message]] = field(default_factory=list)
+    latest_of: dict[str, int] = field(default_factory=dict)
+
+
 @judge("flow")
 class FlowJudge(Judge):
     """Information-flow audit over facts (fields, rows, lines, errors, rules, copied spans)."""
@@ -324,10 +338,16 @@ class FlowJudge(Judge):
         self._squash: dict[int, tuple[Message, str]] = {}
         #: what is always in view (system prompt, protected turn), tokenised, by its text: the
         #: cases of a session share it until the next user turn
-        self._always_of: dict[str, tuple[frozenset[str], str]] = {}
+        self._always_of: dict[tuple[int, ...], tuple[tuple[Message, ...], _Always]] = {}
+        self._always_text: dict[str, _Always] = {}
         # every word run of the session's prefix messages analysed so far: a run of the future
         # that none holds is copied from no source (the sources need not be searched)
         self._grams_seen: set[str] = set()
+        #: the sources of the session's last case, and each token's latest holder among them: a
+        #: later case whose prefix only adds messages extends them, not rebuilds them
+        self._sources: _Sources = _Sources()
+        #: the tokens of a fact that weigh anything, by the fact's id (the fact kept with them)
+        self._weighed: dict[int, tuple[Fact, set[str]]] = {}
 
     # --- corpus-level weights ---------------------------------------------------------------
     def corpus_state(self, corpus: Any) -> dict[str, Any]:
@@ -351,7 +371,10 @@ class FlowJudge(Judge):
             self._future = {}
             self._squash = {}
             self._always_of = {}
+            self._always_text = {}
             self._grams_seen = set()
+            self._sources = _Sources()
+            self._weighed = {}
         uses = self._uses(item.prefix, item.index, item.future)
         self._case = (item.case_id, uses)
         return uses
@@ -371,12 +394,55 @@ class FlowJudge(Judge):
         self._grams_seen.update(info.grams)
         return info
 
-    def _always(self, text: str) -> tuple[frozenset[str], str]:
-        """The tokens and the squashed form of what is always in view (a session's few)."""
-        hit = self._always_of.get(text)
-        if hit is None:
-            hit = self._always_of[text] = (token_set(text), squash(text))
-        return hit
+    def _always(self, messages: list[Message]) -> tuple[str, frozenset[str], str]:
+        """The text, its tokens and its squashed form of what is always in view (a session's
+        few), by the messages that hold it: the cases of a session share them, and their text
+        is joined once per distinct set, not once per case."""
+        key = tuple(map(id, messages))
+        hit = self._always_of.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], messages, strict=True)):
+            return hit[1]
+        text = "\n".join(rendered(m) for m in messages)
+        found = self._always_text.get(text)
+        if found is None:
+            found = self._always_text[text] = (text, token_set(text), squash(text))
+        self._always_of[key] = (tuple(messages), found)
+        return found
+
+    def _sources_of(
+        self, prefix: Sequence[Message], always_idx: Set[int]
+    ) -> tuple[list[tuple[int, _Message]], dict[str, int]]:
+        """The prefix messages a fact can come from (all but what is always in view), in
+        order, and for each of their tokens the position of its latest holder among them.
+        Those of the previous case are extended when this prefix holds the same messages at
+        the same places, and more after them (the common case within a session)."""
+        chosen = [(i, m) for i, m in enumerate(prefix) if i not in always_idx]
+        last = self._sources
+        n = len(last.chosen)
+        if n <= len(chosen) and all(
+            a[0] == b[0] and a[1] is b[1] for a, b in zip(last.chosen, chosen[:n], strict=True)
+        ):
+            sources, latest_of = last.sources, last.latest_of
+        else:
+            n, sources, latest_of = 0, [], {}
+        for pos in range(n, len(chosen)):
+            i, m = chosen[pos]
+            info = self._message(m)
+            sources.append((i, info))
+            latest_of.update(dict.fromkeys(info.tokens, pos))  # a later holder replaces
+        self._sources = _Sources(chosen, sources, latest_of)
+        return sources, latest_of
+
+    def _weighed_tokens(self, fact: Fact) -> Set[str]:
+        """The tokens of a fact that weigh anything (a fact is looked at again by the
+        session's later cases)."""
+        hit = self._weighed.get(id(fact))
+        if hit is not None and hit[0] is fact:
+            return hit[1]
+        w = self.weights
+        weighed = {x for x in fact.tokens if w(x) > 0}  # built as it was: summed in its order
+        self._weighed[id(fact)] = (fact, weighed)
+        return weighed
 
     def _squashed(self, m: Message) -> str:
         """A view message as looked into, whitespace removed: the views of a session share
@@ -405,14 +471,10 @@ class FlowJudge(Judge):
         protected = set(turn.messages[:1]) if turn is not None else set()
         always_idx = {i for i, m in enumerate(prefix) if m.role in ("system", "developer")}
         always_idx |= protected
-        always_text = "\n".join(rendered(prefix[i]) for i in sorted(always_idx))
-        always, always_sq = self._always(always_text)
+        always_text, always, always_sq = self._always([prefix[i] for i in sorted(always_idx)])
         owner = owner_of(index)
-        sources = [(i, self._message(m)) for i, m in enumerate(prefix) if i not in always_idx]
+        sources, latest_of = self._sources_of(prefix, always_idx)
         order = sources[::-1]  # a fact's source is its most recent occurrence
-        latest_of: dict[str, int] = {}  # token → position in ``sources`` of its latest holder
-        for pos, (_, info) in enumerate(sources):
-            latest_of.update(dict.fromkeys(info.tokens, pos))  # a later holder replaces
         uses: dict[tuple[int, str], Use] = {}
 
         def use(i: int, fact: Fact, m: Message, how: str, evidence: str) -> None:
@@ -529,7 +591,7 @@ class FlowJudge(Judge):
                     if fact.kind == "error" and w(t) >= p.error_threshold:
                         use(i, fact, m, "error", t)
                     elif info.result and fact.kind in ("line", "field"):
-                        weighed = {x for x in fact.tokens if w(x) > 0}
+                        weighed = self._weighed_tokens(fact)
                         if (
                             t in weighed
                             and len(weighed) <= 3

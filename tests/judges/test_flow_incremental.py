@@ -1,0 +1,111 @@
+"""What the flow judge carries from one case of a session to the next (the prefix's sources and
+each token's latest holder, extended when a prefix only adds messages; the always-in-view text,
+by the messages that hold it; the weighed tokens of a fact) gives exactly what a judge that
+builds them afresh for each case gives, whatever order the cases come in (issue 15)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from ctxreplay.judges.base import JudgeInput
+from ctxreplay.judges.flow import FlowJudge
+from ctxreplay.replay.plan import Edit
+
+from builders import call, counted, result, say, system, user, view_input
+
+RECORD = {"line_id": "LINE-1042", "status": "Suspended", "balance": "$1,339.00"}
+CODE = "\n".join(f"def step_{i}(x):\n    return x * {i} + offset_{i}" for i in range(1, 6))
+
+MESSAGES = tuple(
+    counted(
+        [
+            system("You are a support and coding agent."),
+            user("Never restart a line without asking me first. The ticket is T-88412."),
+            call("c1", "get_line", {"id": RECORD["line_id"]}),
+            result("c1", json.dumps(RECORD)),
+            call("c2", "read_file", {"path": "steps.py"}),
+            result("c2", CODE),
+            say(f"Line {RECORD['line_id']} is {RECORD['status']}, balance 1339."),
+            user("Go on, and quote T-88412 in the note."),
+            call("c3", "edit_file", {"path": "steps.py", "new_str": CODE.split("\n", 2)[2]}),
+            result("c3", "error: cannot open steps.py (permission denied)"),
+            call("c4", "resume_line", {"line_id": RECORD["line_id"]}),
+            result("c4", "status: Active\nbalance: 1339"),
+            say("I will not restart the line without asking you first; ticket T-88412."),
+            user("Now check LINE-1042 again."),
+            call("c5", "get_line", {"id": RECORD["line_id"]}),
+            result("c5", json.dumps({**RECORD, "status": "Active"})),
+            say(f"Done: {CODE.splitlines()[1]} and LINE-1042 is Active."),
+        ]
+    )
+)
+
+
+def case(cut: int, start: int = 0) -> JudgeInput:
+    """The case cut at ``cut``; ``start`` > 0: its prefix begins there (as after a compaction),
+    so it holds the same messages at other places."""
+    item = view_input(MESSAGES[start:cut], MESSAGES[cut:], Edit("function:read_file:2", "prune"))
+    return replace(item, session_id="s", case_id=f"c-{start}-{cut}")
+
+
+def as_tuples(judge: FlowJudge, item: JudgeInput) -> list[tuple]:
+    return [
+        (u.fact, u.source, u.source_object, u.need_seq, u.how, u.evidence) for u in judge.uses(item)
+    ]
+
+
+ORDERS = {
+    "growing": [(c, 0) for c in range(2, len(MESSAGES))],
+    "shrinking": [(c, 0) for c in range(len(MESSAGES) - 1, 1, -1)],
+    "mixed": [(6, 0), (9, 0), (4, 0), (12, 0), (13, 0), (8, 0), (16, 0), (14, 0)],
+    "compacted": [(9, 0), (12, 0), (12, 2), (14, 2), (16, 0), (16, 7), (10, 0)],
+}
+
+
+def test_cases_in_a_row_give_what_fresh_judges_give() -> None:
+    used = 0
+    for name, order in ORDERS.items():
+        shared = FlowJudge()
+        for cut, start in order:
+            item = case(cut, start)
+            got = as_tuples(shared, item)
+            assert got == as_tuples(FlowJudge(), item), (name, cut, start)
+            used += len(got)
+    assert used > 50  # the cases use facts: the comparison is not of empty lists
+
+
+def test_the_sources_are_extended_only_when_the_prefix_only_adds_messages() -> None:
+    judge = FlowJudge()
+    judge.uses(case(8))
+    before = judge._sources.sources
+    judge.uses(case(12))  # the same prefix and more after it: extended in place
+    assert judge._sources.sources is before
+    assert [i for i, _ in judge._sources.sources] == [
+        i
+        for i, m in enumerate(MESSAGES[:12])
+        if i not in (0, 7)  # the system prompt, the protected turn
+    ]
+    latest = judge._sources.latest_of
+    fresh = FlowJudge()
+    fresh.uses(case(12))
+    assert latest == fresh._sources.latest_of
+    assert latest["t-88412"] == max(
+        pos for pos, (_, info) in enumerate(judge._sources.sources) if "t-88412" in info.tokens
+    )
+    judge.uses(case(12, 2))  # the same messages at other places: built again
+    assert judge._sources.sources is not before
+    assert judge._sources.latest_of == (lambda j: (j.uses(case(12, 2)), j._sources.latest_of)[1])(
+        FlowJudge()
+    )
+
+
+def test_what_is_always_in_view_follows_the_protected_turn() -> None:
+    judge = FlowJudge()
+    first = judge._always([MESSAGES[0], MESSAGES[1]])
+    again = judge._always([MESSAGES[0], MESSAGES[1]])
+    later = judge._always([MESSAGES[0], MESSAGES[7]])
+    assert again is first
+    assert first[0] == MESSAGES[0].parts[0].content + "\n" + MESSAGES[1].parts[0].content
+    assert "t-88412" in first[1] and "restart" in first[1] and "restart" not in later[1]
+    assert first[2] == "".join(first[0].split())
