@@ -30,7 +30,7 @@ from ..replay.objects import ObjectIndex, current_blocker, owner_of
 from ..text.anchors import (
     MIN_SPAN,
     Anchor,
-    anchor_texts,
+    anchor_texts_of_all,
     announces_route,
     argument_values,
     constraints,
@@ -100,9 +100,7 @@ def anchor_document_frequency(sessions: Iterable[Sequence[Message]]) -> tuple[Co
     n = 0
     for messages in sessions:
         n += 1
-        df.update(
-            set().union(*(anchor_texts(message_text(m)) for m in messages if m.role != "system"))
-        )
+        df.update(anchor_texts_of_all(message_text(m) for m in messages if m.role != "system"))
     return df, n
 
 

@@ -38,8 +38,9 @@ _HASH = re.compile(
 _PATH = re.compile(
     r"(?<![\w/.:-])(?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]+)+/?|(?<![\w/.:-])[\w.@+-]+/(?![\w/])"
 )
+#: its first character taken before the look-behind (``(?<![\w/.-])`` before it), as for ``_ID``
 _FILE = re.compile(
-    r"(?<![\w/.-])[\w-]{2,}\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|hpp|cs|md|txt|json|yaml|yml|toml|ini|cfg|csv|sql|sh|html|css|xml|log|lock|pdf|docx?|xlsx?)\b"
+    r"[\w-](?<![\w/.-][\w-])[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|hpp|cs|md|txt|json|yaml|yml|toml|ini|cfg|csv|sql|sh|html|css|xml|log|lock|pdf|docx?|xlsx?)\b"
 )
 #: an identifier: letters and digits joined by ``-``/``_``, or capitals and digits
 _ID = re.compile(
@@ -69,6 +70,26 @@ _DATE = re.compile(
     r"(?:19|20)(?<!\w\d\d)\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?\b"
 )
 
+#: ``_UUID`` and ``_DATE`` found from their first ``-``, the fixed-width part before it checked
+#: behind: a literal first character is searched for at C speed, where a class as common as hex
+#: digits is tried at every one of them (issue 15). A match starts ``_UUID_HEAD``/``_DATE_HEAD``
+#: characters before where these find it; the matches are the same, in the same order (a match
+#: found from a ``-`` after the end of the one before cannot start inside it: the end of a match
+#: is no word character, and its last four characters are no run of digits or hex).
+_UUID_AT_DASH = re.compile(
+    r"-(?<=[0-9a-fA-F]{8}-)(?<!\w[0-9a-fA-F]{8}-)"
+    r"[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
+_UUID_HEAD = 8
+_DATE_AT_DASH = re.compile(
+    r"-(?<=(?:19|20)\d\d-)(?<!\w\d\d\d\d-)[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?\b"
+)
+_DATE_HEAD = 4
+#: what every hash and identifier holds: an ASCII digit next to an ASCII letter, or with one
+#: ``-``/``_`` between them (both are runs of ASCII letters and digits, single ``-``/``_``
+#: between, with a letter and a digit); starting with a digit, it is searched for at C speed
+_MIXED = re.compile(r"[0-9](?:[-_]?[A-Za-z]|(?<=[A-Za-z][0-9])|(?<=[A-Za-z][-_][0-9]))")
+
 MIN_SPAN = 40
 
 
@@ -86,21 +107,26 @@ def _trim(s: str) -> str:
     return s.rstrip(".,;:!?)]}>'\"")
 
 
+_DATE_OR_FRACTION = re.compile(r"[\d/.-]+")
+_EXTENSION = re.compile(r"\.[A-Za-z]\w{0,5}$")
+_NOT_DIGIT = re.compile(r"\D")
+
+
 def _looks_like_path(t: str) -> bool:
     """Rooted, with an extension, three segments deep, or a folder (``tests/``); not ``and/or``."""
-    if re.fullmatch(r"[\d/.-]+", t):  # dates and fractions
+    if _DATE_OR_FRACTION.fullmatch(t):  # dates and fractions
         return False
     segments = [s for s in t.split("/") if s]
     return (
         t.startswith(("/", "~/", "./", "../"))
-        or bool(re.search(r"\.[A-Za-z]\w{0,5}$", t))
+        or bool(_EXTENSION.search(t))
         or len(segments) >= 3
         or (t.endswith("/") and len(segments) == 1)
     )
 
 
 def _is_trivial_number(text: str) -> bool:
-    digits = re.sub(r"\D", "", text)
+    digits = _NOT_DIGIT.sub("", text)
     if _YEAR.match(text):
         return True
     if "." in text or "," in text:
@@ -119,11 +145,14 @@ def _lines_with(text: str, hint: str | re.Pattern[str]) -> Iterator[tuple[int, i
     run over these lines alone (``finditer(text, start, end)``) finds what it finds in the
     whole text, where every match holds its hint."""
     at = 0
+    literal = hint if isinstance(hint, str) else None
+    search = hint.search if isinstance(hint, re.Pattern) else None
     while True:
-        if isinstance(hint, str):
-            hit = text.find(hint, at)
+        if literal is not None:
+            hit = text.find(literal, at)
         else:
-            m = hint.search(text, at)
+            assert search is not None
+            m = search(text, at)
             hit = m.start() if m else -1
         if hit < 0:
             return
@@ -135,10 +164,23 @@ def _lines_with(text: str, hint: str | re.Pattern[str]) -> Iterator[tuple[int, i
         at = end + 1
 
 
+def _blocks_with(text: str, hint: str | re.Pattern[str]) -> list[tuple[int, int]]:
+    """The lines of :func:`_lines_with`, runs of adjacent ones joined into one (start, end):
+    a pattern that matches within lines finds the same over a run as over each of its lines,
+    in one call where dense hits (a listing with an id on each line) took one per line."""
+    out: list[tuple[int, int]] = []
+    for start, end in _lines_with(text, hint):
+        if out and out[-1][1] + 1 == start:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
 def _in_lines(
     pattern: re.Pattern[str], text: str, hint: str | re.Pattern[str]
 ) -> Iterator[re.Match[str]]:
-    for start, end in _lines_with(text, hint):
+    for start, end in _blocks_with(text, hint):
         yield from pattern.finditer(text, start, end)
 
 
@@ -156,25 +198,32 @@ def _anchors(text: str) -> dict[str, Anchor]:
         if len(t) < 4 or covered.find(0, start, end) < 0:  # wholly inside an earlier match
             return
         covered[start:end] = b"\x01" * (end - start)
-        found.setdefault(t, Anchor(t, kind))
+        if t not in found:
+            found[t] = Anchor(t, kind)
 
     for m in _in_lines(_URL, text, "://"):
         add(m.group(), m.start(), "url")
     for m in _in_lines(_EMAIL, text, "@"):
         add(m.group(), m.start(), "email")
-    for m in _UUID.finditer(text) if "-" in text else ():
-        add(m.group(), m.start(), "uuid")
+    dashed = "-" in text
+    for m in _UUID_AT_DASH.finditer(text) if dashed else ():
+        start = m.start() - _UUID_HEAD
+        add(text[start : m.end()], start, "uuid")
     for m in _in_lines(_PATH, text, "/"):
         if _looks_like_path(m.group()):
             add(m.group(), m.start(), "path")
-    for m in _DATE.finditer(text) if "-" in text else ():
-        add(m.group(), m.start(), "number")
+    for m in _DATE_AT_DASH.finditer(text) if dashed else ():
+        start = m.start() - _DATE_HEAD
+        add(text[start : m.end()], start, "number")
     for m in _in_lines(_FILE, text, _FILE_HINT):
         add(m.group(), m.start(), "path")
-    for m in _HASH.finditer(text):
-        add(m.group(), m.start(), "hash")
-    for m in _ID.finditer(text):
-        add(m.group(), m.start(), "id")
+    mixed = _blocks_with(text, _MIXED)  # hashes and identifiers are only in these lines
+    for start, end in mixed:
+        for m in _HASH.finditer(text, start, end):
+            add(m.group(), m.start(), "hash")
+    for start, end in mixed:
+        for m in _ID.finditer(text, start, end):
+            add(m.group(), m.start(), "id")
     for m in _NUMBER.finditer(text):
         if not _is_trivial_number(m.group().strip("+-$€£%")):
             add(m.group(), m.start(), "number")
@@ -194,6 +243,18 @@ def extract(text: str) -> list[Anchor]:
 def anchor_texts(text: str) -> set[str]:
     """The texts of ``extract(text)``, unordered (what a document frequency counts)."""
     return set(_anchors(text))
+
+
+def anchor_texts_of_all(texts: Iterable[str]) -> set[str]:
+    """The union of ``anchor_texts`` over ``texts``, each distinct line looked at once.
+
+    No anchor pattern matches across a line break, and each treats a line break as the start
+    or end of a text, so a text's anchors are its lines' anchors (an anchor left out because
+    an earlier one holds it is left out beside it, on the same line): the union over texts is
+    the anchors of their distinct lines joined, found in one call where a session's texts
+    repeat lines (a file read twice, a listing shown again) and each took a call (issue 15).
+    """
+    return set(_anchors("\n".join(dict.fromkeys(line for t in texts for line in t.split("\n")))))
 
 
 def argument_values(arguments: str | None) -> Iterator[str]:
