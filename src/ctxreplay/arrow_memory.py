@@ -1,4 +1,4 @@
-"""Which allocator Arrow's buffers come from.
+"""Which allocators Arrow's and polars' buffers come from.
 
 ctxreplay reads corpora and runs in many small pieces (a chunk of sessions, a row group, a
 batch of 256 rows), often from worker threads. Arrow's default allocator, mimalloc, keeps the
@@ -23,6 +23,17 @@ import os
 USER_POOL = os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or None
 if USER_POOL is None:
     os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
+
+#: polars' allocator (jemalloc, configured by ``_RJEM_MALLOC_CONF`` when polars loads) keeps
+#: freed pages for 10 s by default, so a stage's resident memory held every large frame it had
+#: made and dropped: planning a judge run of 2,000 sessions × 10 policies left 101 MB resident
+#: against 62 MB when pages go back at once, and the judge and report stages peaked 15–20 MB
+#: higher, at the same speed (``benchmarks/bench_scale.py``). Returned at once unless the user
+#: configured jemalloc; like Arrow's pool, this holds when ctxreplay is imported before polars.
+JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
+USER_JEMALLOC = os.environ.get("_RJEM_MALLOC_CONF") or None
+if USER_JEMALLOC is None:
+    os.environ["_RJEM_MALLOC_CONF"] = JEMALLOC_CONF
 
 
 def choose_pool() -> str:

@@ -145,3 +145,45 @@ def test_retry_unscored_asks_only_the_transient_failures_again(judged) -> None:
     # every pair has exactly one row on disk, not just after reading deduplicates
     folder = next((run / "verdicts").iterdir())
     assert pl.read_parquet(folder / "*.parquet").height == before.height
+
+
+def test_retryable_pairs_are_read_as_read_verdicts_keeps_each_pair(tmp_path: Path) -> None:
+    """The retryable pairs come from two filtered scans (issue 15): the first row of a pair, in
+    the order ``read_verdicts`` reads, is its verdict, whatever later parts say."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ctxreplay.engines.judge import retryable_pairs
+    from ctxreplay.schema import VERDICTS
+
+    def part(judge: str, name: str, rows: list[tuple[str, str, bool | None, str | None]]) -> None:
+        folder = tmp_path / "verdicts" / judge
+        folder.mkdir(parents=True, exist_ok=True)
+        table = pa.Table.from_pylist(
+            [
+                {"judge": judge, "policy": "p", "case_id": c, "label": label,
+                 "retryable": retryable, "unscored_reason": reason}
+                for c, label, retryable, reason in rows
+            ],
+            schema=VERDICTS,
+        )  # fmt: skip
+        pq.write_table(table, folder / name)
+
+    busy = "model call failed: http 503 after 1 attempt"
+    part("llm", "a.parquet", [
+        ("scored-first", "impact", None, None),
+        ("unscored-first", "unscored", True, busy),
+        ("old-row", "unscored", None, busy),  # written before the column: from the reason
+        ("not-transient", "unscored", False, "unparseable answer: no JSON object found"),
+    ])  # fmt: skip
+    part("llm", "b.parquet", [
+        ("scored-first", "unscored", True, busy),  # a later row: not the pair's verdict
+        ("unscored-first", "no_impact", None, None),
+    ])  # fmt: skip
+    part("flow", "a.parquet", [("other-judge", "unscored", True, busy)])
+    got = retryable_pairs(tmp_path, "llm").sort("case_id")
+    assert got["case_id"].to_list() == ["old-row", "unscored-first"]
+    kept = read_verdicts(tmp_path, "llm")
+    assert set(kept.filter(pl.col("label") == "unscored")["case_id"]) == {
+        "old-row", "unscored-first", "not-transient",
+    }  # fmt: skip

@@ -59,6 +59,7 @@ from ..runs import (
     SidecarStore,
     drop_verdicts,
     part_problem,
+    query_verdicts,
     read_table,
     read_verdicts,
     replay_repair,
@@ -601,7 +602,9 @@ def plan_work(
     judge again. Chunks hold whole sessions, about ``chunk_cases`` cases each (default: the
     replay's chunk size, so a full run is judged in the replay's chunks); only their ids travel,
     the views are read by whoever judges the chunk."""
-    done = read_verdicts(run.path, judge_label).select("policy", "case_id")
+    done = read_verdicts(run.path, judge_label, ["judge", "policy", "case_id"]).select(
+        "policy", "case_id"
+    )  # the keys only: a resumed run's verdicts with their losses would cost 160 MB at 116k
     if redo is not None and redo.height:
         done = done.join(redo.select("policy", "case_id"), on=["policy", "case_id"], how="anti")
     labels = [run.resolve_policy(p) for p in policies] if policies else run.policies
@@ -701,11 +704,28 @@ def run_judge(
 
 def retryable_pairs(run_path: Path, judge_label: str) -> pl.DataFrame:
     """The (policy, case_id) of this judge's verdicts unscored after a transient model failure
-    (the ``retryable`` column; from the reason for rows written before it existed)."""
-    columns = ["judge", "policy", "case_id", "label", "retryable", "unscored_reason"]
-    v = read_verdicts(run_path, judge_label, columns).filter(pl.col("judge") == judge_label)
-    if v.height == 0:
-        return v.select("policy", "case_id")
+    (the ``retryable`` column; from the reason for rows written before it existed).
+
+    Read in two filtered scans rather than as every verdict of the judge (at 2,000 sessions ×
+    10 policies those were the judging process's peak): the pairs with an unscored row, then
+    every row of those pairs, of which the first is the pair's verdict, as ``read_verdicts``
+    keeps it."""
+    key = ["judge", "policy", "case_id"]
+    mine = pl.col("judge") == judge_label
+    candidates = query_verdicts(
+        run_path, lambda scan: scan.filter(mine & (pl.col("label") == "unscored")).select(key)
+    ).unique()
+    if candidates.height == 0:
+        return candidates.select("policy", "case_id")
+    v = query_verdicts(
+        run_path,
+        lambda scan: (
+            scan.filter(mine)
+            .join(candidates.lazy(), on=key, how="semi", maintain_order="left")
+            .select(*key, "label", "retryable", "unscored_reason")
+            .unique(key, keep="first", maintain_order=True)
+        ),
+    )
     unscored = v.filter(pl.col("label") == "unscored")
     flags = [
         bool(r) if r is not None else is_transient(reason)
