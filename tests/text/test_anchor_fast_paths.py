@@ -17,6 +17,8 @@ import pytest
 from ctxreplay.text import anchors
 from ctxreplay.text.anchors import anchor_texts, anchor_texts_of_all, extract
 
+from random_texts import random_texts
+
 PLAIN_UUID = re.compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
 )
@@ -57,20 +59,7 @@ ALPHABET = [
 ]
 
 
-def random_texts(n: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    lines = [line for s in SAMPLES for line in s.split("\n")]
-    out = []
-    for _ in range(n):
-        if rng.random() < 0.5:
-            out.append("".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 90))))
-        else:
-            mixed = "\n".join(rng.choice(lines) for _ in range(rng.randint(1, 6)))
-            out.append("".join(c if rng.random() > 0.05 else rng.choice(ALPHABET) for c in mixed))
-    return out
-
-
-TEXTS = SAMPLES + random_texts(3000, seed=1515)
+TEXTS = SAMPLES + random_texts(SAMPLES, ALPHABET, 3000, seed=1515, max_chars=90, max_lines=6)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ about.
 from __future__ import annotations
 
 import json
-import random
 import re
 
 import pytest
@@ -27,6 +26,8 @@ from ctxreplay.text.facts import (
     token_set,
     tokens,
 )
+
+from random_texts import random_texts
 
 # --- the plain forms --------------------------------------------------------------------------
 
@@ -153,20 +154,7 @@ ALPHABET = [
 ]
 
 
-def random_texts(n: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    lines = [line for s in SAMPLES for line in s.split("\n")]
-    out = []
-    for _ in range(n):
-        if rng.random() < 0.5:
-            out.append("".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 80))))
-        else:
-            mixed = "\n".join(rng.choice(lines) for _ in range(rng.randint(1, 5)))
-            out.append("".join(c if rng.random() > 0.05 else rng.choice(ALPHABET) for c in mixed))
-    return out
-
-
-TEXTS = SAMPLES + random_texts(3000, seed=15)
+TEXTS = SAMPLES + random_texts(SAMPLES, ALPHABET, 3000, seed=15)
 
 
 @pytest.mark.parametrize("name", ["_UUID", "_HASH", "_DATE", "_ID", "_NUMBER", "_QUOTE"])
