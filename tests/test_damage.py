@@ -28,6 +28,7 @@ from ctxreplay.runs import (
     RunError,
     chunk_path,
     done_path,
+    query_verdicts,
     read_done,
     read_verdicts,
     slug,
@@ -178,6 +179,8 @@ def test_a_truncated_verdict_part_is_named_then_set_aside_and_rejudged(
     truncate(part)
     with pytest.raises(DamagedRunError, match=rf"{part.name} is damaged.*ctxreplay judge"):
         read_verdicts(run)
+    with pytest.raises(DamagedRunError, match=rf"{part.name} is damaged.*ctxreplay judge"):
+        query_verdicts(run, lambda scan: scan.select("label"))  # the report's reader too
     summary = run_judge(run, "flow", workers=1, progress=False)
     assert summary.judged == lost and summary.set_aside == [part.with_name(part.name + ".damaged")]
     assert "set aside damaged" in summary.render()

@@ -26,6 +26,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -114,11 +115,17 @@ def read_parts(
     try:
         return read(list(files))
     except READ_ERRORS:
-        for f in files:
-            problem = part_problem(f) if f.is_file() else "missing"
-            if problem:
-                raise DamagedRunError(f"{what} {f} is damaged ({problem}); {repair()}") from None
+        raise_damaged(files, repair, what)
         raise  # every part reads on its own: not damage but a bug, with its traceback
+
+
+def raise_damaged(files: Sequence[Path], repair: Callable[[], str], what: str = "part") -> None:
+    """:class:`DamagedRunError` naming the first of ``files`` that cannot be read and the
+    command that repairs it (``repair()``); nothing when every one reads."""
+    for f in files:
+        problem = part_problem(f) if f.is_file() else "missing"
+        if problem:
+            raise DamagedRunError(f"{what} {f} is damaged ({problem}); {repair()}") from None
 
 
 def slug(label: str) -> str:
@@ -405,14 +412,25 @@ def _judge_of(folder: Path) -> str | None:
     return None
 
 
+def _verdict_scan(parts: list[Path]) -> pl.LazyFrame:
+    """A lazy scan of verdict parts with the verdict schema: a column added since a part was
+    written reads as null."""
+    schema = pl.from_arrow(VERDICTS.empty_table()).schema  # type: ignore[union-attr]
+    return pl.scan_parquet(parts, schema=schema, missing_columns="insert", extra_columns="ignore")
+
+
+def _folder_repair(run: Path, folder: Path) -> str:
+    """The command that judges a verdict folder's pairs again."""
+    return judge_repair(run, _judge_of(folder))
+
+
 def _read_verdict_parts(
     parts: list[Path], judge: str | None = None, columns: Sequence[str] | None = None
 ) -> pl.DataFrame:
     """Verdict parts of one judge; a column added since a part was written reads as null.
     ``judge`` and ``columns`` are applied while scanning, so what is not asked for is never
     held in memory."""
-    schema = pl.from_arrow(VERDICTS.empty_table()).schema  # type: ignore[union-attr]
-    scan = pl.scan_parquet(parts, schema=schema, missing_columns="insert", extra_columns="ignore")
+    scan = _verdict_scan(parts)
     if judge is not None:
         scan = scan.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge))
     if columns is not None:
@@ -438,7 +456,7 @@ def read_verdicts(
                 read_parts(
                     parts,
                     lambda files: _read_verdict_parts(files, judge, columns),
-                    lambda f=f: judge_repair(run, _judge_of(f)),  # type: ignore[misc]
+                    partial(_folder_repair, run, f),
                     "verdict part",
                 )
             )
@@ -669,24 +687,15 @@ def query_verdicts(
     cannot be read raises :class:`DamagedRunError` naming it and the judge command that repairs
     it."""
     run = Path(run_path)
-    empty = pl.from_arrow(VERDICTS.empty_table())
-    assert isinstance(empty, pl.DataFrame)
     folders = [(f, sorted(f.glob("*.parquet"))) for f in _verdict_folders(run)]
     parts = [p for _, found in folders for p in found]
     if not parts:
+        empty = pl.from_arrow(VERDICTS.empty_table())
+        assert isinstance(empty, pl.DataFrame)
         return query(empty.lazy()).collect()
-    scan = pl.scan_parquet(
-        parts, schema=empty.schema, missing_columns="insert", extra_columns="ignore"
-    )
     try:
-        return query(scan).collect()
+        return query(_verdict_scan(parts)).collect()
     except READ_ERRORS:
         for folder, found in folders:
-            for f in found:
-                problem = part_problem(f) if f.is_file() else "missing"
-                if problem:
-                    raise DamagedRunError(
-                        f"verdict part {f} is damaged ({problem}); "
-                        f"{judge_repair(run, _judge_of(folder))}"
-                    ) from None
+            raise_damaged(found, partial(_folder_repair, run, folder), "verdict part")
         raise  # every part reads on its own: not damage but a bug, with its traceback
