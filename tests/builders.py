@@ -47,6 +47,15 @@ def count(text: str) -> int:
     return get_tokenizer().count(text)
 
 
+def numbered(messages: list[Message], start: int = 0) -> tuple[Message, ...]:
+    """Messages numbered from ``start`` with their token counts, as a judge's input holds them
+    (not validated: a test may build what a corpus would refuse)."""
+    return tuple(
+        replace(m, seq=start + i, tokens=sum(count(s) for p in m.parts for s in p.token_texts()))
+        for i, m in enumerate(messages)
+    )
+
+
 def counted(messages: list[Message]) -> list[Message]:
     """Messages as the corpus would hold them: validated, numbered, token counts stored."""
     checked = validate_session(Session("test", "t", messages)).messages

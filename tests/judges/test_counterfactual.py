@@ -46,7 +46,7 @@ from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.view import archive_payload
 from ctxreplay.runs import Run, read_verdicts
 
-from builders import call, coding_session, counted, result, system, user
+from builders import call, coding_session, counted, numbered, result, system, user
 from fake_openai import FakeOpenAI, Reply, chat_body, error_body
 
 count = get_tokenizer().count
@@ -80,13 +80,6 @@ def tool_call(name: str, args: dict[str, Any], cid: str = "call_1") -> dict[str,
 def answer_call(name: str, args: dict[str, Any]) -> Reply:
     return Reply(
         body=chat_body(None, tool_calls=[tool_call(name, args)], finish_reason="tool_calls")
-    )
-
-
-def numbered(messages: list[Message], start: int = 0) -> tuple[Message, ...]:
-    return tuple(
-        replace(m, seq=start + i, tokens=sum(count(s) for p in m.parts for s in p.token_texts()))
-        for i, m in enumerate(messages)
     )
 
 

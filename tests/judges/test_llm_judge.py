@@ -22,16 +22,10 @@ from ctxreplay.llm import LocalModelServer, forget_endpoints, local_model_availa
 from ctxreplay.replay.objects import build_index
 from ctxreplay.schema import CATEGORIES
 
+from builders import numbered
 from fake_openai import FakeOpenAI, ManualClock, Reply, chat_body, error_body
 
 count = get_tokenizer().count
-
-
-def numbered(messages: list[Message], start: int = 0) -> tuple[Message, ...]:
-    return tuple(
-        replace(m, seq=start + i, tokens=sum(count(s) for p in m.parts for s in p.token_texts()))
-        for i, m in enumerate(messages)
-    )
 
 
 def make_item(body: str = "", case_id: str = "s1:6", future_text: str = "") -> JudgeInput:

@@ -25,17 +25,10 @@ from ctxreplay.judges.probe import Probe, ProbeJudge, same_value
 from ctxreplay.replay.objects import build_index
 from ctxreplay.text.facts import squash
 
-from builders import count
+from builders import count, numbered
 from fake_openai import FakeOpenAI, ManualClock, Reply, chat_body, error_body
 
 pytestmark = pytest.mark.usefixtures("fresh_endpoints")
-
-
-def numbered(messages: list[Message], start: int = 0) -> tuple[Message, ...]:
-    return tuple(
-        replace(m, seq=start + i, tokens=sum(count(s) for p in m.parts for s in p.token_texts()))
-        for i, m in enumerate(messages)
-    )
 
 
 PROFILE = json.dumps({"user_id": "jane_42", "payment": "credit_card_7755", "city": "Springfield"})
