@@ -110,25 +110,39 @@ def measure(run_path: Path, example: bool) -> None:
     policies = sorted({p for _, p in view})
     print(f"\n{len(cases)} cases × {len(policies)} policies, tokens (o200k) per judged case")
     print(f"{'':<34} {'mean':>8} {'median':>8}")
-
-    def row(name: str, values: list[int]) -> None:
-        print(f"{name:<34} {statistics.mean(values):>8,.0f} {statistics.median(values):>8,.0f}")
-
-    row("baseline (full prefix, once)", [baseline[c] for c in cases])
+    cost_row("baseline (full prefix, once)", [baseline[c] for c in cases])
     for p in policies:
-        row(f"  view {p}", [view[(c, p)] for c in cases])
+        cost_row(f"  view {p}", [view[(c, p)] for c in cases])
     cf = [baseline[c] + sum(view[(c, p)] for p in policies) for c in cases]
-    row("counterfactual: baseline + views", cf)
-    judged = [sum(llm[(c, p)][0] for p in policies) for c in cases]
-    full = [sum(llm[(c, p)][1] for p in policies) for c in cases]
-    row(f"llm judge: {len(policies)} prompts, budget {budget}", judged)
-    row(f"llm judge: {len(policies)} prompts, unbounded", full)
+    cost_row("counterfactual: baseline + views", cf)
+    judged, full = llm_judge_rows(llm, cases, policies, budget)
     print(
-        f"ratio counterfactual / llm judge: {sum(cf) / sum(judged):.2f} (budget {budget}), "
-        f"{sum(cf) / sum(full):.2f} (unbounded)"
+        f"ratio counterfactual / llm judge: {sum(cf) / judged:.2f} (budget {budget}), "
+        f"{sum(cf) / full:.2f} (unbounded)"
     )
     free = sum(1 for v in view.values() if v == 0)
     print(f"views identical to their prefix (no request): {free} of {len(view)}")
+
+
+def cost_row(name: str, values: list[int], width: int = 34) -> None:
+    """One row of a per-case token table: its mean and median."""
+    print(f"{name:<{width}} {statistics.mean(values):>8,.0f} {statistics.median(values):>8,.0f}")
+
+
+def llm_judge_rows(
+    llm: dict[tuple[str, str], tuple[int, int]],
+    cases: list[str],
+    policies: list[str],
+    budget: int,
+    width: int = 34,
+) -> tuple[int, int]:
+    """The llm judge's prompt rows, per case over its policies (``llm``: (case, policy) →
+    tokens at ``budget`` and unbounded); its totals at the budget and unbounded."""
+    judged = [sum(llm[(c, p)][0] for p in policies) for c in cases]
+    full = [sum(llm[(c, p)][1] for p in policies) for c in cases]
+    cost_row(f"llm judge: {len(policies)} prompts, budget {budget}", judged, width)
+    cost_row(f"llm judge: {len(policies)} prompts, unbounded", full, width)
+    return sum(judged), sum(full)
 
 
 def main() -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 from collections import defaultdict
@@ -31,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 #: the same run as the counterfactual judge's cost is measured on
-from bench_counterfactual_cost import build_run
+from bench_counterfactual_cost import build_run, cost_row, llm_judge_rows
 
 #: stand-ins for what the model writes per case (typical length of a written probe)
 WRITTEN = (
@@ -110,22 +109,15 @@ def measure(run_path: Path, example: bool) -> None:
                                                               "continuation", "decision")))  # fmt: skip
     print("tokens (o200k) per judged case (all its policies), prompt + completion")
     print(f"{'':<40} {'mean':>8} {'median':>8}")
-
-    def row(name: str, values: list[int]) -> None:
-        print(f"{name:<40} {statistics.mean(values):>8,.0f} {statistics.median(values):>8,.0f}")
-
-    row("probe generation (once per case)", [sum(gen[c]) for c in cases])
+    cost_row("probe generation (once per case)", [sum(gen[c]) for c in cases], 40)
     for p in policies:
-        row(f"  answers + grading {p}", [sum(per_pair[(c, p)]) for c in cases])
+        cost_row(f"  answers + grading {p}", [sum(per_pair[(c, p)]) for c in cases], 40)
     probe = [sum(gen[c]) + sum(sum(per_pair[(c, p)]) for p in policies) for c in cases]
-    row("probe judge: generation + answers", probe)
-    judged = [sum(llm[(c, p)][0] for p in policies) for c in cases]
-    full = [sum(llm[(c, p)][1] for p in policies) for c in cases]
-    row(f"llm judge: {len(policies)} prompts, budget {budget}", judged)
-    row(f"llm judge: {len(policies)} prompts, unbounded", full)
+    cost_row("probe judge: generation + answers", probe, 40)
+    judged, full = llm_judge_rows(llm, cases, policies, budget, 40)
     print(
-        f"ratio probe / llm judge prompts: {sum(probe) / sum(judged):.2f} (budget {budget}), "
-        f"{sum(probe) / sum(full):.2f} (unbounded); llm judge completions not counted "
+        f"ratio probe / llm judge prompts: {sum(probe) / judged:.2f} (budget {budget}), "
+        f"{sum(probe) / full:.2f} (unbounded); llm judge completions not counted "
         "(bounded by its max_tokens, 800)"
     )
 
