@@ -31,7 +31,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -57,11 +57,21 @@ class UnknownPluginError(CtxreplayError, KeyError):
 class Registry(Generic[T]):
     """Name → plugin, filled by ``@registry.register(name)`` and by entry points."""
 
-    def __init__(self, kind: str, group: str, builtins: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        kind: str,
+        group: str,
+        builtins: tuple[str, ...] = (),
+        modules: Mapping[str, str] | None = None,
+    ) -> None:
         self.kind = kind
         self.group = group
-        #: modules that register the built-in plugins, imported on the first lookup
-        self.builtins = builtins
+        #: the module of each built-in plugin by name: a lookup of that name imports it alone,
+        #: not every plugin's module (the probe judge's statistics took 1.2 s of every flow run)
+        self.modules = dict(modules or {})
+        #: modules that register the built-in plugins, imported on the first lookup of any
+        #: other name (and by ``names``)
+        self.builtins = tuple(dict.fromkeys((*builtins, *self.modules.values())))
         self._items: dict[str, T] = {}
         self._entry_points_loaded = False
 
@@ -88,6 +98,8 @@ class Registry(Generic[T]):
                 self.register(ep.name)(obj)
 
     def get(self, name: str) -> T:
+        if name not in self._items and name in self.modules:
+            import_module(self.modules[name])
         if name not in self._items:
             self._load_entry_points()
         try:

@@ -14,7 +14,6 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import Any, ClassVar, Literal
 
 from ..datasets.messages import Message, Part
@@ -205,7 +204,8 @@ class Judge(Plugin, ABC):
 #: the judge used when none is named: the information-flow judge (``flow.py``)
 DEFAULT_JUDGE = "flow"
 
-#: the module of each built-in judge (``judge name → module``)
+#: the module of each built-in judge (``judge name → module``): looking a judge up by name
+#: imports its module alone (``Registry.modules``)
 BUILTIN_MODULES = {
     "anchor": "anchor_judge",
     "counterfactual": "counterfactual",
@@ -216,23 +216,10 @@ BUILTIN_MODULES = {
     "truth": "truth",
 }
 
-
-class _JudgeRegistry(Registry[type[Judge]]):
-    """A built-in judge looked up by name imports its own module, not every judge's: the probe
-    judge's statistics import alone took 1.2 s of every ``ctxreplay judge flow`` (issue 15). A
-    name that is not a built-in one still loads every module and entry point, as before."""
-
-    def get(self, name: str) -> type[Judge]:
-        module = BUILTIN_MODULES.get(name)
-        if module is not None and name not in self._items:
-            import_module(f"ctxreplay.judges.{module}")
-        return super().get(name)
-
-
-judges: Registry[type[Judge]] = _JudgeRegistry(
+judges: Registry[type[Judge]] = Registry(
     "judge",
     "ctxreplay.judges",
-    tuple(f"ctxreplay.judges.{m}" for m in sorted(set(BUILTIN_MODULES.values()))),
+    modules={name: f"ctxreplay.judges.{m}" for name, m in BUILTIN_MODULES.items()},
 )
 
 
