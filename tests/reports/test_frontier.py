@@ -21,6 +21,8 @@ from ctxreplay.reports import build_report
 from ctxreplay.reports.frontier import (
     LEVELS_SCHEMA,
     POINTS_SCHEMA,
+    VERDICT_READ,
+    build_frontier,
     collapse_levels,
     level_table,
     pareto_mask,
@@ -318,6 +320,35 @@ def test_gold_frontier_strict_and_with_recovery(report) -> None:
     assert recovery["strict_no_impact_pct"] == pytest.approx(strict["no_impact_pct"])
     levels = report.frontier.levels
     assert set(levels["measure"]) == {"judge", "gold", "gold_recovery"}
+
+
+def test_the_frontier_from_its_few_verdict_columns_is_the_frontier_from_every_column(
+    report, sweep_run: Path
+) -> None:
+    """The report reads only ``VERDICT_READ`` of the run's verdicts for the frontier (a sweep's
+    losses and explanations are never held): every measure's points and levels are those built
+    from every column of every verdict."""
+    from ctxreplay.reports.recovery import archive_costs
+    from ctxreplay.reports.tables import outcomes
+    from ctxreplay.runs import Run, read_verdicts, sweep_of
+
+    run = Run(sweep_run)
+    every = read_verdicts(sweep_run)
+    assert {"losses", "explanation"} <= set(every.columns) and every.height
+    few = read_verdicts(sweep_run, columns=VERDICT_READ)
+    assert few.columns == VERDICT_READ
+    figures, costs = run.table("figures"), archive_costs(run)
+    rows = with_recovery_cost(outcomes(run, "flow", every, figures=figures), costs)
+    sweep = sweep_of(run.manifest)
+
+    def frontier(verdicts: pl.DataFrame):
+        return build_frontier(run, sweep, rows, "flow", verdicts, costs=costs, figures=figures)
+
+    whole, read = frontier(every), frontier(few)
+    assert set(whole.measures) == {"judge", "gold", "gold_recovery"}
+    assert read.measures == whole.measures
+    assert read.points.equals(whole.points) and read.levels.equals(whole.levels)
+    assert report.frontier.points.equals(whole.points)
 
 
 def test_pruning_column_falls_back_without_editable_pruning() -> None:

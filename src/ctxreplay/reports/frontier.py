@@ -41,6 +41,10 @@ from .tables import outcomes as outcomes_of
 if TYPE_CHECKING:
     from ..runs import Run
 
+#: the verdict columns a frontier reads (``build_frontier``'s ``verdicts``): no loss, no
+#: explanation, so a sweep's frontier holds a few numbers per verdict, not its text
+VERDICT_READ = ["judge", "policy", "case_id", "label", "recoverable"]
+
 #: Width of a pruning level, in percentage points.
 LEVEL_STEP = 10.0
 
@@ -430,9 +434,9 @@ def build_frontier(
 ) -> Frontier:
     """The frontier of a sweep run. ``outcomes``: the report's per-case rows for ``judge``
     (``tables.outcomes`` with ``recovery.with_recovery_cost``); ``verdicts``: every verdict of
-    the run (for the gold measures); ``costs`` and ``figures``: the run's
-    ``recovery.archive_costs`` and figures when already read (else read here, for the gold
-    measures)."""
+    the run, at least its ``VERDICT_READ`` columns (for the gold measures); ``costs`` and
+    ``figures``: the run's ``recovery.archive_costs`` and figures when already read (else read
+    here, for the gold measures)."""
     points = list(sweep.get("points") or [])
     column = pruning_column(outcomes.filter(pl.col("policy").is_in([p["label"] for p in points])))
     measures: dict[str, str] = {}

@@ -29,6 +29,7 @@ from ..runs import (
 from ..version import __version__
 from . import stats
 from .correction import JudgeAccuracy, explanation
+from .frontier import VERDICT_READ as FRONTIER_READ
 from .frontier import build_frontier
 from .plot import tradeoff_plot
 from .recovery import (
@@ -314,7 +315,8 @@ def build_report(
     if sweep is not None:
         figures = pl.concat(every.figures) if every.figures else run.table("figures")
         rows = pl.concat(every.rows, how="vertical_relaxed") if every.rows else None
-        verdicts = read_verdicts(run.path)  # the frontier's gold measures read every judge
+        # the frontier's gold measures read every judge: its few columns, not every verdict's text
+        verdicts = read_verdicts(run.path, columns=FRONTIER_READ)
         if rows is None:
             rows = outcomes(run, label, verdicts, figures=figures)
         frontier = build_frontier(
