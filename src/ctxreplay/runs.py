@@ -551,6 +551,27 @@ def judge_label(
     raise error(f"no verdicts from judge {judge!r}; this run has: {', '.join(labels)}")
 
 
+def verdict_judges(run_path: str | os.PathLike[str]) -> pl.DataFrame:
+    """The distinct (judge, judge_name) of a run's verdicts, without holding a verdict: what
+    ``judge_label`` reads."""
+    return query_verdicts(
+        run_path, lambda scan: scan.select("judge", "judge_name").unique(maintain_order=True)
+    )
+
+
+def judge_verdicts(
+    run_path: str | os.PathLike[str], judge: str | None, error: type[Exception] = ValueError
+) -> tuple[str | None, pl.DataFrame]:
+    """The label ``judge`` means in a run (``judge_label``) and that label's verdicts, as
+    ``read_verdicts`` gives them; (None, no rows) when the run has no verdicts. The label is
+    found from the judges' names alone and the verdicts are filtered while scanning: the other
+    judges' verdicts are never held."""
+    label = judge_label(verdict_judges(run_path), judge, error)
+    if label is None:
+        return None, read_verdicts(run_path).clear()
+    return label, read_verdicts(run_path, label).filter(pl.col("judge") == label)
+
+
 #: the folder of a run holding one calibration per judge label (``<slug(label)>.json``)
 CALIBRATION_DIR = "calibration"
 

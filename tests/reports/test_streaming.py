@@ -209,3 +209,42 @@ def test_an_audit_read_policy_by_policy_is_the_whole_losses_filtered(small_run: 
         audit(small_run, "vibes", policy="nope")
     with pytest.raises(RunError, match="not in this run"):
         audit(small_run, "live state", policy="nope")
+
+
+def test_one_judges_verdicts_are_those_of_every_verdict_read_whole(
+    small_run: Path, tmp_path: Path
+) -> None:
+    """``show``, ``export`` and ``calibrate`` read one judge's verdicts (``judge_verdicts``) or
+    one pair's (``show``) with the filter applied while scanning: the same rows, first part
+    first, that every verdict read whole and then filtered gives."""
+    from ctxreplay.engines.calibrate import judged_by
+    from ctxreplay.reports.exports import verdict_records
+    from ctxreplay.reports.show import _verdict
+    from ctxreplay.runs import judge_verdicts
+
+    run = _with_duplicate_parts(small_run, tmp_path)
+    every = read_verdicts(run)
+    assert set(every["judge"]) == {"flow", "edited"}
+    for judge in ("flow", "edited"):
+        label, mine = judge_verdicts(run, judge)
+        assert label == judge
+        assert_frame_equal(mine, every.filter(pl.col("judge") == judge))
+        assert judged_by(run, judge)[1].equals(mine)
+        records = verdict_records(run, judge)
+        assert records.select(mine.columns).equals(mine.sort(["policy", "case_id"]))
+    assert judge_verdicts(run, None)[0] == "flow"  # the default judge among several
+    with pytest.raises(ValueError, match="no verdicts from judge 'nope'"):
+        judge_verdicts(run, "nope")
+    # the pair a part before the others judged again: its first verdict, as read_verdicts keeps
+    first = every.filter(pl.col("judge") == "flow").sort(["policy", "case_id"]).head(7)
+    assert first["label"].to_list() != read_verdicts(small_run, "flow").sort(
+        ["policy", "case_id"]
+    ).head(7)["label"].to_list()
+    for row in first.iter_rows(named=True):
+        chosen, verdict = _verdict(Run(run), row["case_id"], row["policy"], "flow")
+        assert chosen == "flow" and verdict == row
+    assert _verdict(Run(run), "no-such-case", "noop", None) == ("flow", None)
+    empty = tmp_path / "empty"
+    (empty / "verdicts").mkdir(parents=True)
+    label, none = judge_verdicts(empty, None)
+    assert label is None and none.height == 0 and none.columns == every.columns

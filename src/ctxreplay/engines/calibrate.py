@@ -381,17 +381,17 @@ class GoldCalibration:
 def judged_by(run_path: str | os.PathLike[str], judge: str) -> tuple[str, pl.DataFrame]:
     """The label of ``judge`` in the run and its verdicts; an error naming the command to run
     when it has none."""
-    from ..runs import judge_label, read_verdicts
+    from ..runs import judge_verdicts, verdict_judges
 
-    verdicts = read_verdicts(run_path)
-    if not verdicts.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge)).height:
+    names = verdict_judges(run_path)
+    if not names.filter((pl.col("judge") == judge) | (pl.col("judge_name") == judge)).height:
         raise CalibrationError(
             f"no verdicts from judge {judge!r} in {run_path}; "
             f"run: ctxreplay judge {run_path} --judge {judge}"
         )
-    label = judge_label(verdicts, judge)
+    label, verdicts = judge_verdicts(run_path, judge)
     assert label is not None
-    return label, verdicts.filter(pl.col("judge") == label)
+    return label, verdicts
 
 
 def _gold_verdicts(

@@ -49,10 +49,10 @@ import pyarrow.parquet as pq
 
 from ..files import atomic_path
 from ..judges.base import DEFAULT_JUDGE
-from ..runs import Run, read_verdicts
+from ..runs import Run, judge_verdicts
 from ..schema import PHOENIX
 from ..version import __version__
-from .tables import ReportError, resolve_judge
+from .tables import ReportError
 
 FORMATS = ("otel", "phoenix", "langfuse")
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -119,11 +119,10 @@ def verdict_records(
     (explanation, or the reason a verdict is unscored).
     """
     r = run if isinstance(run, Run) else Run(run)
-    all_verdicts = read_verdicts(r.path)
-    label = resolve_judge(all_verdicts, judge)
+    label, verdicts = judge_verdicts(r.path, judge, ReportError)
     if label is None:
         raise ReportError(f"{r.path} has no verdicts yet; run `ctxreplay judge` first")
-    verdicts = all_verdicts.filter(pl.col("judge") == label).sort(["policy", "case_id"])
+    verdicts = verdicts.sort(["policy", "case_id"])
     keys = _session_keys(r)
     rows = []
     for v in verdicts.iter_rows(named=True):

@@ -20,7 +20,7 @@ import polars as pl
 from ..datasets.cases import prefix_of
 from ..datasets.messages import ENCRYPTED_REASONING_MIME, Message
 from ..replay.objects import ObjectIndex
-from ..runs import Run, RunError, judge_label, read_verdicts
+from ..runs import Run, RunError, judge_label, query_verdicts, verdict_judges
 from .formatting import GAP, MIN_WIDTH, RenderError, category_title, terminal_width, wrap
 
 #: what the view did to an object, as the table says it
@@ -135,13 +135,14 @@ def _verdict(
     run: Run, case_id: str, label: str, judge: str | None
 ) -> tuple[str | None, dict[str, Any] | None]:
     """The judge label meant and its verdict of the case under ``label`` (None: none)."""
-    verdicts = read_verdicts(run.path)
-    chosen = judge_label(verdicts, judge, RunError)
+    chosen = judge_label(verdict_judges(run.path), judge, RunError)
     if chosen is None:
         return None, None
-    mine = verdicts.filter(
+    # the verdict ``read_verdicts`` keeps of the pair: the first in scan order
+    where = (
         (pl.col("judge") == chosen) & (pl.col("policy") == label) & (pl.col("case_id") == case_id)
     )
+    mine = query_verdicts(run.path, lambda scan: scan.filter(where).head(1))
     return chosen, (mine.row(0, named=True) if mine.height else None)
 
 
