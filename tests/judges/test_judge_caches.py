@@ -22,7 +22,7 @@ from ctxreplay.judges.base import Judge, JudgeInput, Verdict
 from ctxreplay.judges.flow import _SCANS, FlowJudge, _Message
 from ctxreplay.replay.plan import Edit
 from ctxreplay.runs import read_verdicts
-from ctxreplay.text.facts import facts_of
+from ctxreplay.text.facts import LineIndex, facts_of
 
 from builders import call, counted, result, say, system, user, view_input
 
@@ -127,14 +127,20 @@ def test_a_copy_found_in_one_session_is_not_found_in_the_next() -> None:
 
 
 def test_facts_by_token_once_scanned_and_once_indexed() -> None:
-    body = "\n".join(f"item_{i} costs {i * 7} eur, ref R{i:04d}-X" for i in range(60))
-    msg = counted([call("c1", "list_items", {}), result("c1", body)])[1]
-    info = _Message.of(msg)
-    all_facts = facts_of(body)
-    probes = [*sorted({t for f in all_facts for t in f.tokens})[: 3 * _SCANS], "absent-token"]
-    for t in probes * 2:  # past the scans, from the index; each asked twice
-        assert info.with_token(t) == [f for f in all_facts if t in f.tokens], t
-    assert info._by_token is not None
+    """A message whose facts are all found (a JSON result) is scanned for its first
+    ``_SCANS`` tokens, then indexed; a text of lines is searched (a ``LineIndex``), never cut
+    whole. Both give the facts holding each token, in order."""
+    rows = [{"item": f"item_{i}", "cost": i * 7, "ref": f"R{i:04d}-X"} for i in range(60)]
+    lines = "\n".join(f"item_{i} costs {i * 7} eur, ref R{i:04d}-X" for i in range(60))
+    for body, indexed in ((json.dumps(rows), True), (lines, False)):
+        msg = counted([call("c1", "list_items", {}), result("c1", body)])[1]
+        info = _Message.of(msg)
+        all_facts = facts_of(body)
+        probes = [*sorted({t for f in all_facts for t in f.tokens})[: 3 * _SCANS], "absent-token"]
+        for t in probes * 2:  # past the scans, from the index; each asked twice
+            assert info.with_token(t) == [f for f in all_facts if t in f.tokens], t
+        assert (info._by_token is not None) is indexed
+        assert isinstance(info.parts[0], LineIndex) is not indexed
 
 
 def test_engine_leaves_out_what_these_judges_do_not_read(
@@ -192,12 +198,14 @@ def test_view_rows_keep_what_view_messages_reads(synth_corpus, synth_cases, tmp_
     assert edited  # the policy changed something, so both kinds of entries were seen
 
 
-def test_a_message_tokenised_once_gives_what_it_tells() -> None:
-    """``facts_and_told`` gives the facts ``facts_of`` gives for each part, and the tokens of
-    what the message tells (``token_set(told(m))``) or None, whatever its parts."""
+def test_a_message_looked_into_gives_what_its_facts_hold() -> None:
+    """A prefix message's analysis (``_Message``: its parts' facts, a text of lines as a
+    ``LineIndex``) gives, for every token, the facts of ``message_facts`` that hold it, in
+    order, and its fields, rules and told tokens, whatever its parts and whether or not it was
+    heard in a future first (``_Told``)."""
     from ctxreplay.datasets.messages import Message, Part
-    from ctxreplay.judges.flow import _Told, facts_and_told, message_facts, told
-    from ctxreplay.text.facts import token_set
+    from ctxreplay.judges.flow import _Told, message_facts, told
+    from ctxreplay.text.facts import LineIndex, token_set
 
     texts = [
         "Paid $1,284.00 on item_7. Next: /srv/a_b.py",
@@ -220,15 +228,19 @@ def test_a_message_tokenised_once_gives_what_it_tells() -> None:
                 Message("tool", (Part.response("c1", a), Part.response("c2", b))),
                 Message("user", (Part.text(a), Part.call("c4", "f", {"y": b}))),
             ]
-    shortcut = 0
+    indexed = 0
     for m in messages:
-        found, tokens = facts_and_told(m)
-        assert found == message_facts(m)
-        if tokens is not None:
-            shortcut += 1
-            assert tokens == token_set(told(m)), m
-        if m.role != "assistant":
-            heard = _Told.of(m)
-            assert heard.tokens == token_set(told(m)) and heard.facts == found
-            assert _Message.of(m, heard).facts == _Message.of(m).facts == found
-    assert shortcut > len(messages) // 8  # the shortcut is taken, not left unused
+        found = message_facts(m)
+        probe = {t for f in found for t in f.tokens} | {"zzz", "a", "1"}
+        heard = _Told.of(m) if m.role != "assistant" else None
+        if heard is not None:
+            assert heard.tokens == token_set(told(m))
+        for info in (_Message.of(m), _Message.of(m, heard)):
+            indexed += any(isinstance(p, LineIndex) for p in info.parts)
+            assert info.tokens == token_set(told(m))
+            assert info.fields == [f for f in found if f.kind == "field" and f.key]
+            assert info.rules == _Message.of(m).rules
+            for t in sorted(probe) * 2:  # the second time, from what was looked up
+                assert info.with_token(t) == [f for f in found if t in f.tokens], (m, t)
+            assert info.holding({"zzz"}) == []
+    assert indexed > len(messages) // 4  # texts of lines are indexed, not cut whole

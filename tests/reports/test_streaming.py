@@ -237,9 +237,10 @@ def test_one_judges_verdicts_are_those_of_every_verdict_read_whole(
         judge_verdicts(run, "nope")
     # the pair a part before the others judged again: its first verdict, as read_verdicts keeps
     first = every.filter(pl.col("judge") == "flow").sort(["policy", "case_id"]).head(7)
-    assert first["label"].to_list() != read_verdicts(small_run, "flow").sort(
-        ["policy", "case_id"]
-    ).head(7)["label"].to_list()
+    assert (
+        first["label"].to_list()
+        != read_verdicts(small_run, "flow").sort(["policy", "case_id"]).head(7)["label"].to_list()
+    )
     for row in first.iter_rows(named=True):
         chosen, verdict = _verdict(Run(run), row["case_id"], row["policy"], "flow")
         assert chosen == "flow" and verdict == row

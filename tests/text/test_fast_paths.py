@@ -309,19 +309,62 @@ def test_line_facts_are_what_each_piece_alone_gives() -> None:
             assert got == _plain_line_facts(text, prose), (text, prose)
 
 
-def test_the_tokens_of_a_text_are_its_facts_tokens_where_said() -> None:
-    """``facts_and_tokens`` gives the text's own token set, or None; never another set."""
-    given = 0
-    for text in PIECE_TEXTS + TEXTS + [t.upper() for t in SAMPLES] + ["", "\n\n"]:
-        for prose in (False, True):
-            found, tokens = facts.facts_and_tokens(text, prose)
-            assert [(f.kind, f.text, f.tokens) for f in found] == [
-                (f.kind, f.text, f.tokens) for f in facts_of(text, prose)
-            ]
-            if tokens is not None:
-                given += 1
-                assert tokens == token_set(text), (text, prose)
-    assert given > 1000  # the shortcut is taken for most texts, not left unused
-    assert facts.facts_and_tokens('{"a": "b c"}')[1] is None  # JSON: keys are no fact's
-    assert facts.facts_and_tokens("x\n[1, 2]\ny")[1] is None  # a JSON line
-    assert facts.facts_and_tokens("on May\n5, 2024")[1] is None  # a date across a line break
+#: texts of lines a ``LineIndex`` must look into with care: a JSON line whose values are
+#: escaped (their tokens are not in the text), key lines long and short, CRLF and other line
+#: breaks, a month name without a date, a date across a line break (no index: facts_of's)
+INDEX_TEXTS = [
+    '{"name": "caf\\u00e9 x_\\u0031", "n": 5}\nplain caf\u00e9 line\n[1, "\\u0041b"]',
+    "Status: Suspended\r\nline_id = L-1002\r\n  - Owner: **Ann**\r\nno key here 7",
+    "a\x0bb: 1\x0cc\x1cd = e_f\x1d\x1eg\x85h: 2\u2028i\u2029j: k_l",
+    "Decision 3 of the market 5; mayor 2 and junk 9\nso no date here: 1,000.00",
+    "on May\n5, 2024 it failed: error code 3",
+    "key: " + "v " * 200 + ". Other: x.\n" + "Long: line 1,234.00 here. " * 20,
+    'x_1 /srv/a_b.py __init__ _edge_ 2024-05-20 05-20\n{}\n[]\n{"a": {}}\n[oops: 1',
+]
+
+
+def _index_tokens(text: str, found: list[facts.Fact]) -> set[str]:
+    """Every token of the facts, and some that no fact holds (parts of tokens, other words)."""
+    held = {t for f in found for t in f.tokens}
+    return held | {t[:2] for t in held} | {t[1:] for t in held} | {"zzz", "0", "1", "e"}
+
+
+def test_a_line_index_finds_what_the_facts_of_the_text_hold() -> None:
+    """``index_of`` gives ``facts_of``'s facts, or for a text of lines a ``LineIndex`` whose
+    lookups (facts holding a token, in order) and fields are those of ``facts_of``'s facts."""
+    indexed = 0
+    for text in PIECE_TEXTS + INDEX_TEXTS + TEXTS + [t.upper() for t in SAMPLES] + ["\n\n"]:
+        expected = facts_of(text)
+        index = facts.index_of(text)
+        if not isinstance(index, facts.LineIndex):
+            assert index == expected, text
+            continue
+        indexed += 1
+        assert index.fields == [f for f in expected if f.kind == "field" and f.key], text
+        for t in sorted(_index_tokens(text, expected)):
+            assert index.with_token(t) == [f for f in expected if t in f.tokens], (text, t)
+        assert index.with_token("zzz") == index.with_token("zzz")  # and again, from its lines
+    assert indexed > 2000  # most texts are indexed, not left to facts_of
+    assert facts.index_of("on May\n5, 2024") == facts_of("on May\n5, 2024")  # a prose date
+    assert facts.index_of('{"a": "b c"}') == facts_of('{"a": "b c"}')  # one JSON document
+    assert facts.index_of("Status: ok. Done.", prose=True) == facts_of("Status: ok. Done.", True)
+
+
+def test_a_line_index_looks_into_the_lines_a_token_can_be_on() -> None:
+    """Only the lines whose normalised text holds a lookup's token are cut into facts, once
+    each; a JSON line (its values decoded: ``x1y`` is written ``x\\u0031y``) and a line that
+    may hold a field are looked into at once."""
+    lines = [f"row {i:03d} holds item_{i:03d} at /srv/f{i:03d}.py" for i in range(200)]
+    index = facts.index_of("\n".join([*lines, '{"id": "x\\u0031y"}', "Owner: Ann"]))
+    assert isinstance(index, facts.LineIndex)
+    assert sorted(index._done) == [200]  # the JSON line; the key line is matched, not cut
+    assert [(f.kind, f.text) for f in index.fields] == [
+        ("field", "id: x1y"),
+        ("field", "Owner: Ann"),
+    ]
+    assert [f.text for f in index.with_token("item_017")] == [lines[17]]
+    assert sorted(index._done) == [17, 200]
+    assert [f.kind for f in index.with_token("x1y")] == ["field", "row"]
+    assert [f.text for f in index.with_token("f003.py")] == [lines[3]]
+    assert [f.text for f in index.with_token("1.5")] == []  # in no line's text
+    assert sorted(index._done) == [3, 17, 200]

@@ -25,6 +25,7 @@ costs only the lookups of its used facts.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import defaultdict
@@ -40,10 +41,12 @@ from ..text.facts import (
     KV_LINE,
     SHINGLE,
     Fact,
+    LineIndex,
     Weights,
     copied_runs,
-    facts_and_tokens,
+    facts_of,
     grams,
+    index_of,
     json_pairs,
     key_words,
     pieces,
@@ -91,29 +94,24 @@ def told(m: Message) -> str:
 
 
 def message_facts(m: Message) -> list[Fact]:
-    return facts_and_told(m)[0]
-
-
-def facts_and_told(m: Message) -> tuple[list[Fact], frozenset[str] | None]:
-    """A message's facts, and ``token_set(told(m))`` where that is the union of the tokens of
-    the facts of the one part it tells (``facts_and_tokens``), else None: the text of a
-    message is then tokenised once, not once in pieces and once whole (issue 15)."""
+    """Every fact of a message: those of its text and tool results, part by part."""
     prose = m.role in ("user", "assistant")
-    # the parts ``told`` joins: only one, and one that is its own content, stands for them all
-    told_types = ("text",) if m.role == "assistant" else ("text", "tool_call_response", "tool_call")
-    told_parts = [p for p in m.parts if p.type in told_types]
-    single = told_parts[0] if len(told_parts) == 1 and told_parts[0].type != "tool_call" else None
-    told_tokens: frozenset[str] | None = None
-    if single is not None and not single.content:
-        told_tokens = frozenset()  # it tells nothing
-    out: list[Fact] = []
-    for p in m.parts:
-        if p.type in ("text", "tool_call_response") and p.content:
-            found, tokens = facts_and_tokens(p.content, prose=prose and p.type == "text")
-            out.extend(found)
-            if p is single:
-                told_tokens = tokens
-    return out, told_tokens
+    return [
+        f
+        for p in m.parts
+        if p.type in ("text", "tool_call_response") and p.content
+        for f in facts_of(p.content, prose=prose and p.type == "text")
+    ]
+
+
+def _indexes(m: Message) -> list[list[Fact] | LineIndex]:
+    """``message_facts`` part by part, a text of lines as a ``LineIndex`` (``index_of``)."""
+    prose = m.role in ("user", "assistant")
+    return [
+        index_of(p.content, prose=prose and p.type == "text")
+        for p in m.parts
+        if p.type in ("text", "tool_call_response") and p.content
+    ]
 
 
 @dataclass(frozen=True)
@@ -135,16 +133,12 @@ class _Told:
 
     tokens: frozenset[str]
     grams: frozenset[str]
-    facts: list[Fact] | None = None  # its facts, found with its tokens (``facts_and_told``)
 
     @classmethod
     def of(cls, m: Message) -> _Told:
         """(Not the agent's: what it tells is what it renders.)"""
         text = rendered(m)
-        facts, tokens = facts_and_told(m)
-        if tokens is None:
-            tokens = token_set(text)
-        return cls(tokens, frozenset(grams(pieces(text))), facts)
+        return cls(token_set(text), frozenset(grams(pieces(text))))
 
 
 #: tokens looked up in a message by a pass over its facts before they are indexed
@@ -157,7 +151,7 @@ class _Message:
 
     role: str
     result: bool  # a tool result (whatever role the provider gives it)
-    facts: list[Fact]
+    parts: list[list[Fact] | LineIndex]  # the facts of each part (``_indexes``)
     fields: list[Fact]  # the facts with a key
     rules: list[Fact]  # standing instructions in the user's words
     tokens: frozenset[str]  # what it tells the agent
@@ -166,48 +160,69 @@ class _Message:
     field_keys: frozenset[str]  # the last key word of each of its fields
 
     #: the facts holding each token looked up so far (``with_token``), and all of them by token
-    #: once a message has been looked into for many tokens
+    #: once a message whose facts are all found has been looked into for many tokens
     _with: dict[str, list[Fact]] = field(default_factory=dict, init=False, repr=False)
     _by_token: dict[str, list[Fact]] | None = field(default=None, init=False, repr=False)
 
     def with_token(self, t: str) -> list[Fact]:
         """Its facts that hold token ``t``, in order. Looked up when a future takes a token
         from this message: most messages of a prefix never are, and most that are, for a few
-        tokens, each found by a pass over the facts; after ``_SCANS`` of them, from an index of
-        every token (as costly to build as a few dozen passes)."""
+        tokens, each found by a pass over the facts (or a search of a ``LineIndex``); after
+        ``_SCANS`` of them, where every fact is found already, from an index of every token
+        (as costly to build as a few dozen passes)."""
         hit = self._with.get(t)
         if hit is not None:
             return hit
-        if self._by_token is None:
-            if len(self._with) < _SCANS:
-                hit = self._with[t] = [f for f in self.facts if t in f.tokens]
-                return hit
+        if self._by_token is not None:
+            return self._by_token.get(t, [])
+        found = [p for p in self.parts if not isinstance(p, LineIndex)]
+        if len(self._with) >= _SCANS and len(found) == len(self.parts):
             by_token: defaultdict[str, list[Fact]] = defaultdict(list)
-            for f in self.facts:
-                for tok in f.tokens:
-                    by_token[tok].append(f)
+            for part in found:
+                for f in part:
+                    for tok in f.tokens:
+                        by_token[tok].append(f)
             self._by_token = by_token
-        return self._by_token.get(t, [])
+            return by_token.get(t, [])
+        hit = self._with[t] = [
+            f
+            for part in self.parts
+            for f in (part.with_token(t) if isinstance(part, LineIndex) else part)
+            if t in f.tokens
+        ]
+        return hit
+
+    def holding(self, tokens: Set[str]) -> list[Fact]:
+        """Its facts that hold every one of ``tokens`` (not empty), in order."""
+        rarest = max(tokens, key=lambda t: (len(t), t))  # the longest: found in fewest lines
+        return [f for f in self.with_token(rarest) if tokens <= f.tokens]
 
     @classmethod
     def of(cls, m: Message, heard: _Told | None = None) -> _Message:
         """``heard``: the message's ``_Told``, when it is not the agent's and has one already
         (it was in the future of an earlier case): what it tells is what it renders."""
         text = rendered(m)
-        if heard is not None and heard.facts is not None:
-            facts = heard.facts
-        else:
-            facts, told_tokens = facts_and_told(m)
-            if heard is None:
-                tokens = token_set(told(m)) if told_tokens is None else told_tokens
-                heard = _Told(tokens, frozenset(grams(pieces(text))))
-        fields = [f for f in facts if f.kind == "field" and f.key]
+        if heard is None:
+            heard = _Told(token_set(told(m)), frozenset(grams(pieces(text))))
+        parts = _indexes(m)
+        fields = [
+            f
+            for part in parts
+            for f in (part.fields if isinstance(part, LineIndex) else part)
+            if f.kind == "field" and f.key
+        ]
         return cls(
             m.role,
             any(p.type == "tool_call_response" for p in m.parts),
-            facts,
+            parts,
             fields,
-            [f for f in facts if f.kind == "sentence" and is_constraint(f.text)]
+            [
+                f
+                for part in parts
+                if not isinstance(part, LineIndex)  # a sentence is prose's, never in an index
+                for f in part
+                if f.kind == "sentence" and is_constraint(f.text)
+            ]
             if m.role == "user"
             else [],
             heard.tokens,
@@ -286,6 +301,7 @@ class _Sources:
     chosen: list[tuple[int, Message]] = field(default_factory=list)
     sources: list[tuple[int, _Message]] = field(default_factory=list)
     latest_of: dict[str, int] = field(default_factory=dict)
+    latest_gram: dict[str, int] = field(default_factory=dict)  # the same, of word runs
 
 
 @judge("flow")
@@ -339,10 +355,8 @@ class FlowJudge(Judge):
         #: what is always in view (system prompt, protected turn), tokenised, by its text: the
         #: cases of a session share it until the next user turn
         self._always_of: dict[tuple[int, ...], tuple[tuple[Message, ...], _Always]] = {}
-        self._always_text: dict[str, _Always] = {}
-        # every word run of the session's prefix messages analysed so far: a run of the future
-        # that none holds is copied from no source (the sources need not be searched)
-        self._grams_seen: set[str] = set()
+        self._always_text: dict[tuple[str, ...], _Always] = {}
+        self._render: dict[int, tuple[Message, str]] = {}  # what is always in view, rendered
         #: the sources of the session's last case, and each token's latest holder among them: a
         #: later case whose prefix only adds messages extends them, not rebuilds them
         self._sources: _Sources = _Sources()
@@ -372,7 +386,7 @@ class FlowJudge(Judge):
             self._squash = {}
             self._always_of = {}
             self._always_text = {}
-            self._grams_seen = set()
+            self._render = {}
             self._sources = _Sources()
             self._weighed = {}
         uses = self._uses(item.prefix, item.index, item.future)
@@ -391,7 +405,6 @@ class FlowJudge(Judge):
             heard = said
         info = _Message.of(m, heard)
         cache[id(m)] = (m, info)
-        self._grams_seen.update(info.grams)
         return info
 
     def _always(self, messages: list[Message]) -> tuple[str, frozenset[str], str]:
@@ -402,18 +415,22 @@ class FlowJudge(Judge):
         hit = self._always_of.get(key)
         if hit is not None and all(a is b for a, b in zip(hit[0], messages, strict=True)):
             return hit[1]
-        text = "\n".join(rendered(m) for m in messages)
-        found = self._always_text.get(text)
+        # by the texts of the messages, each rendered once (its hash kept with it): a system
+        # prompt is long, and the cases of a session share it under new protected turns
+        texts = tuple(self._rendered(m) for m in messages)
+        found = self._always_text.get(texts)
         if found is None:
-            found = self._always_text[text] = (text, token_set(text), squash(text))
+            text = "\n".join(texts)
+            found = self._always_text[texts] = (text, token_set(text), squash(text))
         self._always_of[key] = (tuple(messages), found)
         return found
 
     def _sources_of(
         self, prefix: Sequence[Message], always_idx: Set[int]
-    ) -> tuple[list[tuple[int, _Message]], dict[str, int]]:
+    ) -> _Sources:
         """The prefix messages a fact can come from (all but what is always in view), in
-        order, and for each of their tokens the position of its latest holder among them.
+        order, and for each of their tokens and word runs the position of its latest holder
+        among them.
         Those of the previous case are extended when this prefix holds the same messages at
         the same places, and more after them (the common case within a session)."""
         chosen = [(i, m) for i, m in enumerate(prefix) if i not in always_idx]
@@ -422,16 +439,17 @@ class FlowJudge(Judge):
         if n <= len(chosen) and all(
             a[0] == b[0] and a[1] is b[1] for a, b in zip(last.chosen, chosen[:n], strict=True)
         ):
-            sources, latest_of = last.sources, last.latest_of
+            sources, latest_of, latest_gram = last.sources, last.latest_of, last.latest_gram
         else:
-            n, sources, latest_of = 0, [], {}
+            n, sources, latest_of, latest_gram = 0, [], {}, {}
         for pos in range(n, len(chosen)):
             i, m = chosen[pos]
             info = self._message(m)
             sources.append((i, info))
             latest_of.update(dict.fromkeys(info.tokens, pos))  # a later holder replaces
-        self._sources = _Sources(chosen, sources, latest_of)
-        return sources, latest_of
+            latest_gram.update(dict.fromkeys(info.grams, pos))
+        self._sources = _Sources(chosen, sources, latest_of, latest_gram)
+        return self._sources
 
     def _weighed_tokens(self, fact: Fact) -> Set[str]:
         """The tokens of a fact that weigh anything (a fact is looked at again by the
@@ -443,6 +461,14 @@ class FlowJudge(Judge):
         weighed = {x for x in fact.tokens if w(x) > 0}  # built as it was: summed in its order
         self._weighed[id(fact)] = (fact, weighed)
         return weighed
+
+    def _rendered(self, m: Message) -> str:
+        hit = self._render.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        text = rendered(m)
+        self._render[id(m)] = (m, text)
+        return text
 
     def _squashed(self, m: Message) -> str:
         """A view message as looked into, whitespace removed: the views of a session share
@@ -473,7 +499,8 @@ class FlowJudge(Judge):
         always_idx |= protected
         always_text, always, always_sq = self._always([prefix[i] for i in sorted(always_idx)])
         owner = owner_of(index)
-        sources, latest_of = self._sources_of(prefix, always_idx)
+        found = self._sources_of(prefix, always_idx)
+        sources, latest_of, latest_gram = found.sources, found.latest_of, found.latest_gram
         order = sources[::-1]  # a fact's source is its most recent occurrence
         uses: dict[tuple[int, str], Use] = {}
 
@@ -488,7 +515,6 @@ class FlowJudge(Judge):
         # the word runs of what the future obtained, one set per message: looked into only for
         # a run some source holds, never merged (they are large, and differ from case to case)
         obtained_grams: list[frozenset[str]] = []
-        grams_seen = self._grams_seen  # holds every source's word runs
         for m in future:
             info_m = self._told(m)
             if not isinstance(info_m, _Said):
@@ -510,12 +536,9 @@ class FlowJudge(Judge):
                     fact = next(
                         (
                             f
-                            for f in info.facts
-                            if vt <= f.tokens
-                            and (
-                                (f.kind == "field" and f.key and f.key[-1] == key[-1])
-                                or (f.kind == "error" and newest)
-                            )
+                            for f in info.holding(vt)
+                            if (f.kind == "field" and f.key and f.key[-1] == key[-1])
+                            or (f.kind == "error" and newest)
                         ),
                         None,
                     )
@@ -603,12 +626,10 @@ class FlowJudge(Judge):
             # 5. spans copied verbatim (code into an edit, a quote), from their latest source
 
             def copied_from(g: str) -> int | None:
-                if g not in grams_seen or any(g in got for got in obtained_grams):
+                at = latest_gram.get(g)
+                if at is None or any(g in got for got in obtained_grams):
                     return None
-                return next(
-                    (pos for pos in range(len(sources) - 1, -1, -1) if g in sources[pos][1].grams),
-                    None,
-                )
+                return at
 
             for pos, span in copied_runs(info_m.said, copied_from, found=info_m.said_grams):
                 i, info = sources[pos]
@@ -706,8 +727,16 @@ def _named_together(fact: Fact, seq: list[str], present: Set[str], window: int) 
 _LOCATOR_KEY = re.compile(r"\b(id|ids|number|code|path|file|url|uri|email|handle|key|name)\b")
 
 
+@functools.lru_cache(maxsize=1 << 12)
+def _routes(text: str) -> bool:
+    """Whether a fact's text is the way back to something (``ROUTE``): asked of each view's
+    losses, and the views of a case share their facts (a case-blind pattern over a long line
+    is no cheap test)."""
+    return ROUTE.search(text) is not None
+
+
 def _category(u: Use, item: JudgeInput, blocker: str | None, hidden: bool) -> str:
-    if hidden or ROUTE.search(u.fact.text):
+    if hidden or _routes(u.fact.text):
         return "recovery_routing"  # archived with no visible pointer, or the way back itself
     obj = item.index.by_id.get(u.source_object or "")
     source = item.prefix[u.source]

@@ -17,7 +17,9 @@ that mix letters and digits, paths, file names, long numbers).
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import json
 import math
 import re
@@ -417,9 +419,15 @@ def piece_tokens(text: str) -> Callable[[str], frozenset[str]]:
     ``.!?`` before a space: a match of those patterns inside a piece is one inside the text.
     A text with a prose date (whose pattern reaches over line breaks) is tokenised piece by
     piece as before."""
+    return _piece_normaliser(text)[0]
+
+
+def _piece_normaliser(text: str) -> tuple[Callable[[str], frozenset[str]], str | None]:
+    """``piece_tokens(text)``, and the text as it normalises each piece: ``normalise(text)``,
+    whose lines are its lines' (None for a text with a prose date)."""
     lowered = text.lower()
-    if _DATE_HINT.search(lowered):
-        return token_set
+    if _DATE_HINT.search(lowered) and _PROSE_DATE.search(lowered):
+        return token_set, None  # (a piece holds a prose date only where the text does)
     currency = _CURRENCY.search(lowered) is not None
     if currency:
         lowered = _CURRENCY.sub("", lowered)
@@ -444,68 +452,173 @@ def piece_tokens(text: str) -> Callable[[str], frozenset[str]]:
             return frozenset(findall(t))
         return frozenset(_expand(set(findall(t))))
 
-    return tokenise
+    return tokenise, lowered
 
 
-def _line_facts(text: str, prose: bool, json_lines: list[bool] | None = None) -> Iterator[Fact]:
+def _line_facts(text: str, prose: bool, json_lines: list[bool] | None = None) -> list[Fact]:
     """The facts of a text's lines; ``json_lines`` is told (an item appended) of each line
     that is a JSON document."""
     tokenise = piece_tokens(text)
-    # a line of an ASCII text whose hint finds no error phrase anywhere is no error line
-    errors = not text.isascii() or _ERROR_HINT.search(text.lower()) is not None
+    errors = _may_err(text)
+    out: list[Fact] = []
     for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
+        out.extend(_facts_of_line(raw, tokenise, errors, prose, json_lines))
+    return out
+
+
+def _may_err(text: str) -> bool:
+    """Whether a line of ``text`` may be an error line: not when the text is ASCII and the hint
+    finds no error phrase anywhere in it."""
+    return not text.isascii() or _ERROR_HINT.search(text.lower()) is not None
+
+
+def _facts_of_line(
+    raw: str,
+    tokenise: Callable[[str], frozenset[str]],
+    errors: bool,
+    prose: bool,
+    json_lines: list[bool] | None = None,
+) -> list[Fact]:
+    """The facts of one line of a text (``tokenise``: ``piece_tokens`` of the text; ``errors``:
+    ``_may_err`` of it)."""
+    line = raw.strip()
+    if not line:
+        return []
+    if line[0] in "[{":  # what ``parse_json`` looks for first
+        parsed = parse_json(line)
+        if isinstance(parsed, dict | list):
+            if json_lines is not None:
+                json_lines.append(True)
+            return list(_json_facts(parsed))
+    kind = "error" if errors and is_error(line) else "line"
+    pieces = (
+        [s.strip() for s in _SENTENCE.findall(line) if s.strip()]
+        if prose or len(line) > _MAX_LINE
+        else [line]
+    )
+    out: list[Fact] = []
+    for piece in pieces:
+        toks = tokenise(piece)
+        if not toks:
             continue
-        if line[0] in "[{":  # what ``parse_json`` looks for first
-            parsed = parse_json(line)
-            if isinstance(parsed, dict | list):
-                if json_lines is not None:
-                    json_lines.append(True)
-                yield from _json_facts(parsed)
-                continue
-        kind = "error" if errors and is_error(line) else "line"
+        k = "error" if kind == "error" and ERROR.search(piece) else kind
+        if prose and k == "line":
+            k = "sentence"
+        probes = (squash(piece),)
+        out.append(Fact(k, piece, probes, toks))
+        field = _field_of(piece, probes)
+        if field is not None:
+            out.append(field)
+    return out
+
+
+def _field_of(piece: str, probes: tuple[str, ...]) -> Fact | None:
+    """A key and its value, where a piece is a ``Key: value`` line (``KV_LINE``, which needs a
+    ``:`` or ``=``) with a short value that holds a token."""
+    m = KV_LINE.match(piece) if ":" in piece or "=" in piece else None
+    if m and len(m.group(2)) <= 120:
+        value_toks = token_set(m.group(2))
+        if value_toks:
+            return Fact("field", piece, probes, value_toks, key_words(m.group(1)))
+    return None
+
+
+class LineIndex:
+    """The facts of a text of lines (a tool's output: a listing, a file, a log), found a line
+    at a time when a token is looked up (issue 15): most lines of a prefix are never looked
+    into, and a line's facts cost dozens of times a search of the text for a token.
+
+    The facts are those ``facts_of`` gives, in its order. A token of a line's pieces is a
+    substring of the line as normalised (its pieces normalise as the text does, and a token is
+    a piece's match, or one with its edge underscores stripped, a path's file name, a date's
+    month and day), so the lines a search of the normalised text finds are the only ones that
+    can hold it, except a JSON line (its values are decoded), looked into every time. The
+    fields (the facts with a key, which a future naming the key looks for in every message)
+    are found at once: only a ``Key: value`` piece or a JSON line holds one.
+
+    Only for a text that is not one JSON document and has no prose date (``index_of``)."""
+
+    __slots__ = ("_done", "_errors", "_json", "_lines", "_norm", "_starts", "_tokenise", "fields")
+
+    def __init__(self, text: str, tokenise: Callable[[str], frozenset[str]], norm: str) -> None:
+        self._lines = text.splitlines()
+        norm_lines = norm.splitlines(keepends=True)
+        if len(norm_lines) != len(self._lines):  # normalising never adds or takes line breaks
+            raise ValueError("a text's lines and its normalised lines differ")
+        self._norm = norm
+        self._starts = list(itertools.accumulate(map(len, norm_lines), initial=0))
+        self._tokenise, self._errors = tokenise, _may_err(text)
+        self._done: dict[int, list[Fact]] = {}
+        self._json: list[int] = []
+        self.fields: list[Fact] = []
+        for j, raw in enumerate(self._lines):
+            if "[" in raw or "{" in raw:
+                start = raw.lstrip()[:1]
+                if start in ("[", "{"):
+                    found = self._facts(j)
+                    if found and found[0].kind in ("field", "row"):  # it is a JSON document
+                        self._json.append(j)
+                        self.fields.extend(f for f in found if f.kind == "field" and f.key)
+                        continue
+            if ":" in raw or "=" in raw:
+                self.fields.extend(f for f in self._fields_of(raw) if f.key)
+
+    def _fields_of(self, raw: str) -> Iterator[Fact]:
+        """The fields ``_facts_of_line`` finds in a line that is not JSON, without tokenising
+        its pieces (a piece a field is found in holds a token: its key starts with a letter)."""
+        line = raw.strip()
         pieces = (
             [s.strip() for s in _SENTENCE.findall(line) if s.strip()]
-            if prose or len(line) > _MAX_LINE
+            if len(line) > _MAX_LINE
             else [line]
         )
         for piece in pieces:
-            toks = tokenise(piece)
-            if not toks:
-                continue
-            k = "error" if kind == "error" and ERROR.search(piece) else kind
-            if prose and k == "line":
-                k = "sentence"
-            probes = (squash(piece),)
-            yield Fact(k, piece, probes, toks)
-            # a key and its value: only where a ``:`` or ``=`` is (``KV_LINE`` needs one)
-            m = KV_LINE.match(piece) if ":" in piece or "=" in piece else None
-            if m and len(m.group(2)) <= 120:
-                value_toks = token_set(m.group(2))
-                if value_toks:
-                    yield Fact("field", piece, probes, value_toks, key_words(m.group(1)))
+            field = _field_of(piece, (squash(piece),))
+            if field is not None:
+                yield field
+
+    def _facts(self, j: int) -> list[Fact]:
+        found = self._done.get(j)
+        if found is None:
+            found = self._done[j] = _facts_of_line(
+                self._lines[j], self._tokenise, self._errors, False
+            )
+        return found
+
+    def with_token(self, t: str) -> list[Fact]:
+        """The facts holding token ``t``, in order."""
+        if not t:
+            return []  # no fact holds an empty token (and it is in every line)
+        norm, starts = self._norm, self._starts
+        lines = set(self._json)
+        at = norm.find(t)
+        while at >= 0:
+            j = bisect.bisect_right(starts, at) - 1
+            lines.add(j)
+            at = norm.find(t, starts[j + 1])
+        return [f for j in sorted(lines) for f in self._facts(j) if t in f.tokens]
+
+
+def index_of(text: str, prose: bool = False) -> list[Fact] | LineIndex:
+    """The facts of a text as ``facts_of`` gives them, or, for a text of lines that is neither
+    prose nor one JSON document and has no prose date, a ``LineIndex`` of them."""
+    if prose:
+        return facts_of(text, prose)
+    parsed = parse_json(text)
+    if isinstance(parsed, dict | list):
+        return list(_json_facts(parsed))
+    tokenise, norm = _piece_normaliser(text)
+    if norm is None:
+        return _line_facts(text, prose)
+    return LineIndex(text, tokenise, norm)
 
 
 def facts_of(text: str, prose: bool = False) -> list[Fact]:
     """Every fact of one message's text (a tool result, a user or an assistant message)."""
-    return facts_and_tokens(text, prose)[0]
-
-
-def facts_and_tokens(text: str, prose: bool = False) -> tuple[list[Fact], frozenset[str] | None]:
-    """``facts_of(text, prose)``, and ``token_set(text)`` where it is the union of the facts'
-    tokens (else None): a text that is not JSON, has no JSON line and no prose date is cut into
-    pieces only where no token and no rewrite of ``normalise`` reaches across (line breaks,
-    spaces, the ``.!?`` before a space), so its tokens are its pieces' tokens, and the text
-    need not be tokenised again whole (issue 15)."""
     parsed = parse_json(text)
     if isinstance(parsed, dict | list):
-        return list(_json_facts(parsed)), None
-    json_lines: list[bool] = []
-    found = list(_line_facts(text, prose, json_lines))
-    if json_lines or _DATE_HINT.search(text.lower()):
-        return found, None  # a JSON line's facts hold its values' tokens, not its keys'
-    return found, frozenset().union(*(f.tokens for f in found if f.kind != "field"))
+        return list(_json_facts(parsed))
+    return _line_facts(text, prose)
 
 
 # --- copied spans -----------------------------------------------------------------------------
