@@ -244,3 +244,36 @@ def test_a_message_looked_into_gives_what_its_facts_hold() -> None:
                 assert info.with_token(t) == [f for f in found if t in f.tokens], (m, t)
             assert info.holding({"zzz"}) == []
     assert indexed > len(messages) // 4  # texts of lines are indexed, not cut whole
+
+
+def test_what_is_always_in_view_is_tokenised_as_one_text() -> None:
+    """The always-in-view text's tokens are its messages' own, found once each, and those of
+    the joined text where a prose date may run from one message into the next."""
+    from ctxreplay.datasets.messages import Message, Part
+    from ctxreplay.judges.flow import rendered
+    from ctxreplay.text.facts import squash, token_set
+
+    texts = [
+        "System: be brief. Due on May",
+        "5, 2024 at the latest",
+        "  \n 20th",
+        "Paid $1,284.00 on item_7 at /srv/a_b.py",
+        "sept.\n",
+        "3 cases, 1,000 rows",
+        "",
+        "plain words",
+    ]
+    judge = FlowJudge()
+    for a in texts:
+        for b in texts:
+            for c in ("", "2024", "next"):
+                messages = [
+                    Message("system", (Part.text(a),)),
+                    Message("user", (Part.text(b),)),
+                    Message("user", (Part.text(c),)),
+                ]
+                joined = "\n".join(rendered(m) for m in messages)
+                want = (joined, token_set(joined), squash(joined))
+                assert judge._always(messages) == want, (a, b, c)
+                assert judge._always(messages) == want  # and again, from what was found
+    assert token_set("due on may\n5, 2024") != token_set("due on may") | token_set("5, 2024")

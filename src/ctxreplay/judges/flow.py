@@ -355,8 +355,7 @@ class FlowJudge(Judge):
         #: what is always in view (system prompt, protected turn), tokenised, by its text: the
         #: cases of a session share it until the next user turn
         self._always_of: dict[tuple[int, ...], tuple[tuple[Message, ...], _Always]] = {}
-        self._always_text: dict[tuple[str, ...], _Always] = {}
-        self._render: dict[int, tuple[Message, str]] = {}  # what is always in view, rendered
+        self._always_one: dict[int, tuple[Message, _Always]] = {}  # by message
         #: the sources of the session's last case, and each token's latest holder among them: a
         #: later case whose prefix only adds messages extends them, not rebuilds them
         self._sources: _Sources = _Sources()
@@ -385,8 +384,7 @@ class FlowJudge(Judge):
             self._future = {}
             self._squash = {}
             self._always_of = {}
-            self._always_text = {}
-            self._render = {}
+            self._always_one = {}
             self._sources = _Sources()
             self._weighed = {}
         uses = self._uses(item.prefix, item.index, item.future)
@@ -415,13 +413,17 @@ class FlowJudge(Judge):
         hit = self._always_of.get(key)
         if hit is not None and all(a is b for a, b in zip(hit[0], messages, strict=True)):
             return hit[1]
-        # by the texts of the messages, each rendered once (its hash kept with it): a system
-        # prompt is long, and the cases of a session share it under new protected turns
-        texts = tuple(self._rendered(m) for m in messages)
-        found = self._always_text.get(texts)
-        if found is None:
-            text = "\n".join(texts)
-            found = self._always_text[texts] = (text, token_set(text), squash(text))
+        # each message's text, tokens and squashed form found once (a system prompt is long,
+        # and the cases of a session hold it with a new protected turn each): the joined
+        # text's tokens are theirs, as no token and no rewrite of ``normalise`` reaches over
+        # a line break, except a prose date whose day or year starts the next text
+        alone = [self._alone(m) for m in messages]
+        text = "\n".join(a[0] for a in alone)
+        if any(a[0].lstrip()[:1].isdigit() for a in alone[1:]):
+            tokens = token_set(text)
+        else:
+            tokens = frozenset().union(*(a[1] for a in alone))
+        found = (text, tokens, "".join(a[2] for a in alone))
         self._always_of[key] = (tuple(messages), found)
         return found
 
@@ -462,13 +464,15 @@ class FlowJudge(Judge):
         self._weighed[id(fact)] = (fact, weighed)
         return weighed
 
-    def _rendered(self, m: Message) -> str:
-        hit = self._render.get(id(m))
+    def _alone(self, m: Message) -> _Always:
+        """An always-in-view message's text, tokens and squashed text."""
+        hit = self._always_one.get(id(m))
         if hit is not None and hit[0] is m:
             return hit[1]
         text = rendered(m)
-        self._render[id(m)] = (m, text)
-        return text
+        found = (text, token_set(text), squash(text))
+        self._always_one[id(m)] = (m, found)
+        return found
 
     def _squashed(self, m: Message) -> str:
         """A view message as looked into, whitespace removed: the views of a session share
