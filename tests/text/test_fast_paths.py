@@ -340,6 +340,7 @@ def test_a_line_index_finds_what_the_facts_of_the_text_hold() -> None:
             assert index == expected, text
             continue
         indexed += 1
+        assert index.tokens() == token_set(text), text
         assert index.fields == [f for f in expected if f.kind == "field" and f.key], text
         for t in sorted(_index_tokens(text, expected)):
             assert index.with_token(t) == [f for f in expected if t in f.tokens], (text, t)

@@ -133,12 +133,18 @@ class _Told:
 
     tokens: frozenset[str]
     grams: frozenset[str]
+    #: its parts' facts (``_indexes``), found with its tokens where it is one text of lines
+    #: (the text is normalised once for both), for when it is a prefix message in turn
+    parts: list[list[Fact] | LineIndex] | None = None
 
     @classmethod
     def of(cls, m: Message) -> _Told:
         """(Not the agent's: what it tells is what it renders.)"""
         text = rendered(m)
-        return cls(token_set(text), frozenset(grams(pieces(text))))
+        parts = _indexes(m) if len(m.parts) == 1 else []  # one part: its text is what renders
+        if parts and isinstance(parts[0], LineIndex):
+            return cls(parts[0].tokens(), frozenset(grams(pieces(text))), parts)
+        return cls(token_set(text), frozenset(grams(pieces(text))), parts or None)
 
 
 #: tokens looked up in a message by a pass over its facts before they are indexed
@@ -204,7 +210,7 @@ class _Message:
         text = rendered(m)
         if heard is None:
             heard = _Told(token_set(told(m)), frozenset(grams(pieces(text))))
-        parts = _indexes(m)
+        parts = heard.parts if heard.parts is not None else _indexes(m)
         fields = [
             f
             for part in parts

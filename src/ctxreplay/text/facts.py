@@ -150,7 +150,10 @@ def _short_token_set(text: str) -> frozenset[str]:
 
 
 def _token_set(text: str) -> frozenset[str]:
-    t = normalise(text)
+    return _normalised_token_set(normalise(text))
+
+
+def _normalised_token_set(t: str) -> frozenset[str]:
     found = _TOKEN.findall(t)
     if _plain(t):
         return frozenset(found)
@@ -562,6 +565,10 @@ class LineIndex:
                         continue
             if ":" in raw or "=" in raw:
                 self.fields.extend(f for f in self._fields_of(raw) if f.key)
+
+    def tokens(self) -> frozenset[str]:
+        """``token_set`` of the text: that of its normalised form, which it is made from."""
+        return _normalised_token_set(self._norm)
 
     def _fields_of(self, raw: str) -> Iterator[Fact]:
         """The fields ``_facts_of_line`` finds in a line that is not JSON, without tokenising
