@@ -369,3 +369,14 @@ def test_a_line_index_looks_into_the_lines_a_token_can_be_on() -> None:
     assert [f.text for f in index.with_token("f003.py")] == [lines[3]]
     assert [f.text for f in index.with_token("1.5")] == []  # in no line's text
     assert sorted(index._done) == [3, 17, 200]
+
+
+def test_a_text_whose_lines_do_not_normalise_line_for_line_is_cut_whole(monkeypatch) -> None:
+    """The index leans on the normalised text having the text's lines: where it would not,
+    ``index_of`` gives ``facts_of``'s facts instead of a wrong index."""
+    text = "Status: ok\nitem_1 at /srv/a.py"
+    tokenise = facts.piece_tokens(text)
+    with pytest.raises(ValueError, match="lines"):
+        facts.LineIndex(text, tokenise, "status: ok item_1 at /srv/a.py")
+    monkeypatch.setattr(facts, "_piece_normaliser", lambda t: (tokenise, t.lower() + "\n!"))
+    assert facts.index_of(text) == facts_of(text)

@@ -433,9 +433,7 @@ class FlowJudge(Judge):
         self._always_of[key] = (tuple(messages), found)
         return found
 
-    def _sources_of(
-        self, prefix: Sequence[Message], always_idx: Set[int]
-    ) -> _Sources:
+    def _sources_of(self, prefix: Sequence[Message], always_idx: Set[int]) -> _Sources:
         """The prefix messages a fact can come from (all but what is always in view), in
         order, and for each of their tokens and word runs the position of its latest holder
         among them.

@@ -458,14 +458,13 @@ def _piece_normaliser(text: str) -> tuple[Callable[[str], frozenset[str]], str |
     return tokenise, lowered
 
 
-def _line_facts(text: str, prose: bool, json_lines: list[bool] | None = None) -> list[Fact]:
-    """The facts of a text's lines; ``json_lines`` is told (an item appended) of each line
-    that is a JSON document."""
+def _line_facts(text: str, prose: bool) -> list[Fact]:
+    """The facts of a text's lines."""
     tokenise = piece_tokens(text)
     errors = _may_err(text)
     out: list[Fact] = []
     for raw in text.splitlines():
-        out.extend(_facts_of_line(raw, tokenise, errors, prose, json_lines))
+        out.extend(_facts_of_line(raw, tokenise, errors, prose))
     return out
 
 
@@ -480,7 +479,6 @@ def _facts_of_line(
     tokenise: Callable[[str], frozenset[str]],
     errors: bool,
     prose: bool,
-    json_lines: list[bool] | None = None,
 ) -> list[Fact]:
     """The facts of one line of a text (``tokenise``: ``piece_tokens`` of the text; ``errors``:
     ``_may_err`` of it)."""
@@ -490,8 +488,6 @@ def _facts_of_line(
     if line[0] in "[{":  # what ``parse_json`` looks for first
         parsed = parse_json(line)
         if isinstance(parsed, dict | list):
-            if json_lines is not None:
-                json_lines.append(True)
             return list(_json_facts(parsed))
     kind = "error" if errors and is_error(line) else "line"
     pieces = (
@@ -515,13 +511,14 @@ def _facts_of_line(
     return out
 
 
-def _field_of(piece: str, probes: tuple[str, ...]) -> Fact | None:
+def _field_of(piece: str, probes: tuple[str, ...] | None = None) -> Fact | None:
     """A key and its value, where a piece is a ``Key: value`` line (``KV_LINE``, which needs a
-    ``:`` or ``=``) with a short value that holds a token."""
+    ``:`` or ``=``) with a short value that holds a token (``probes``: the piece's, if found)."""
     m = KV_LINE.match(piece) if ":" in piece or "=" in piece else None
     if m and len(m.group(2)) <= 120:
         value_toks = token_set(m.group(2))
         if value_toks:
+            probes = (squash(piece),) if probes is None else probes
             return Fact("field", piece, probes, value_toks, key_words(m.group(1)))
     return None
 
@@ -580,7 +577,7 @@ class LineIndex:
             else [line]
         )
         for piece in pieces:
-            field = _field_of(piece, (squash(piece),))
+            field = _field_of(piece)
             if field is not None:
                 yield field
 
@@ -615,9 +612,12 @@ def index_of(text: str, prose: bool = False) -> list[Fact] | LineIndex:
     if isinstance(parsed, dict | list):
         return list(_json_facts(parsed))
     tokenise, norm = _piece_normaliser(text)
-    if norm is None:
-        return _line_facts(text, prose)
-    return LineIndex(text, tokenise, norm)
+    if norm is not None:
+        try:
+            return LineIndex(text, tokenise, norm)
+        except ValueError:  # (lines that normalise into other lines: facts_of's, whole)
+            pass
+    return _line_facts(text, prose)
 
 
 def facts_of(text: str, prose: bool = False) -> list[Fact]:
