@@ -490,13 +490,8 @@ def _facts_of_line(
         if isinstance(parsed, dict | list):
             return list(_json_facts(parsed))
     kind = "error" if errors and is_error(line) else "line"
-    pieces = (
-        [s.strip() for s in _SENTENCE.findall(line) if s.strip()]
-        if prose or len(line) > _MAX_LINE
-        else [line]
-    )
     out: list[Fact] = []
-    for piece in pieces:
+    for piece in _pieces_of(line, prose):
         toks = tokenise(piece)
         if not toks:
             continue
@@ -509,6 +504,14 @@ def _facts_of_line(
         if field is not None:
             out.append(field)
     return out
+
+
+def _pieces_of(line: str, prose: bool) -> list[str]:
+    """The pieces a stripped line's facts are cut from: its sentences, in prose or when it is
+    long, else the line."""
+    if prose or len(line) > _MAX_LINE:
+        return [s.strip() for s in _SENTENCE.findall(line) if s.strip()]
+    return [line]
 
 
 def _field_of(piece: str, probes: tuple[str, ...] | None = None) -> Fact | None:
@@ -570,13 +573,7 @@ class LineIndex:
     def _fields_of(self, raw: str) -> Iterator[Fact]:
         """The fields ``_facts_of_line`` finds in a line that is not JSON, without tokenising
         its pieces (a piece a field is found in holds a token: its key starts with a letter)."""
-        line = raw.strip()
-        pieces = (
-            [s.strip() for s in _SENTENCE.findall(line) if s.strip()]
-            if len(line) > _MAX_LINE
-            else [line]
-        )
-        for piece in pieces:
+        for piece in _pieces_of(raw.strip(), False):
             field = _field_of(piece)
             if field is not None:
                 yield field
