@@ -269,6 +269,51 @@ def test_information_the_future_fetches_again_before_using_it_is_not_lost() -> N
     assert lost(v) == ["python reproduce.py"]
 
 
+BILLING = (
+    "def settle(order_id, amount):\n"
+    "    ledger.post(order_id, amount * RATE_2024)\n"
+    "    return ledger.total(order_id)"
+)
+
+
+def code_session(shown_again: bool) -> list:
+    """The agent reads a file, and later copies a block of it into an edit, once the file
+    was printed again (``shown_again``) or not."""
+    again = (
+        [call("c3", "cat", {"path": "billing.py"}), result("c3", BILLING)] if shown_again else []
+    )
+    return [
+        system(),
+        user("Make settle() round the amount before posting it."),
+        call("c1", "cat", {"path": "billing.py"}),
+        result("c1", BILLING),
+        say("I will rewrite the function."),
+        *again,
+        call(
+            "c2",
+            "edit",
+            {
+                "path": "billing.py",
+                "old": BILLING,
+                "new": BILLING.replace("amount *", "round(amount) *"),
+            },
+        ),
+        result("c2", "edited"),
+    ]
+
+
+def test_a_span_copied_from_a_removed_output_is_lost_unless_obtained_again() -> None:
+    def copied_code(v: Verdict) -> list[str]:
+        return [x.anchor for x in v.losses if x.category == "verbatim_source" and "(" in x.anchor]
+
+    gone = judge_case(code_session(False), 5, prune("function:cat:1"))
+    assert any("ledger . post ( order_id" in span for span in copied_code(gone))
+    # printed again before the edit: the copy comes from what the future obtained itself
+    # (the path the pruned call passed is still a dependency, as a whole argument given again)
+    shown = judge_case(code_session(True), 5, prune("function:cat:1"))
+    assert copied_code(shown) == [] and lost(shown) == ["billing.py"]
+
+
 def test_recoverable_through_a_visible_pointer_is_not_a_loss() -> None:
     v = judge_case(status_session(), 8, Edit("function:get_details_by_id:1", "fold"))
     assert (v.label, v.dependencies, v.recoverable) == ("no_impact", 5, 2)

@@ -250,6 +250,7 @@ class _Said:
     value_tokens: list[list[str]]  # the tokens of each pair's value
     said: list[str]  # its pieces, where copies are looked for
     said_grams: list[str]
+    gram_set: frozenset[str]  # the same, once each
     text: str  # what rules are looked for in
     phrases: dict[str, str | None]  # rule → the key phrase of it this message repeats
 
@@ -259,6 +260,7 @@ class _Said:
         text = prose + "\n" + "\n".join(v for _, v in pairs)
         seq = tokens(text)
         said = pieces(text)
+        said_grams = grams(said)
         return cls(
             prose,
             pairs,
@@ -266,7 +268,8 @@ class _Said:
             frozenset(seq),
             [tokens(value) for _, value in pairs],
             said,
-            grams(said),
+            said_grams,
+            frozenset(said_grams),
             text,
             {},
         )
@@ -631,13 +634,15 @@ class FlowJudge(Judge):
                             and sum(w(x) for x in weighed) >= p.error_threshold
                         ):
                             use(i, fact, m, "whole", ", ".join(sorted(weighed)))
-            # 5. spans copied verbatim (code into an edit, a quote), from their latest source
+            # 5. spans copied verbatim (code into an edit, a quote), from their latest source,
+            # unless the future obtained them again before (its runs that some source holds,
+            # intersected with each obtained message's: set operations, not a test per run)
+            held = info_m.gram_set & latest_gram.keys()
+            again = set().union(*(got & held for got in obtained_grams)) if held else set()
 
-            def copied_from(g: str) -> int | None:
+            def copied_from(g: str, again: Set[str] = again) -> int | None:
                 at = latest_gram.get(g)
-                if at is None or any(g in got for got in obtained_grams):
-                    return None
-                return at
+                return None if at is None or g in again else at
 
             for pos, span in copied_runs(info_m.said, copied_from, found=info_m.said_grams):
                 i, info = sources[pos]
