@@ -253,6 +253,8 @@ class _Said:
     gram_set: frozenset[str]  # the same, once each
     text: str  # what rules are looked for in
     phrases: dict[str, str | None]  # rule → the key phrase of it this message repeats
+    #: the tokens of each pair's value that weigh anything (the judge's weights, found once)
+    weighed: list[frozenset[str]] | None = None
 
     @classmethod
     def of(cls, m: Message) -> _Said:
@@ -311,6 +313,11 @@ class _Sources:
     sources: list[tuple[int, _Message]] = field(default_factory=list)
     latest_of: dict[str, int] = field(default_factory=dict)
     latest_gram: dict[str, int] = field(default_factory=dict)  # the same, of word runs
+    #: the positions of the sources with a field of each last key word, with a rule, and of
+    #: the agent's own: the few a future's keys, rules and repeated arguments look into
+    keyed: dict[str, list[int]] = field(default_factory=dict)
+    ruled: list[int] = field(default_factory=list)
+    agents: list[int] = field(default_factory=list)
 
 
 @judge("flow")
@@ -448,17 +455,24 @@ class FlowJudge(Judge):
         if n <= len(chosen) and all(
             a[0] == b[0] and a[1] is b[1] for a, b in zip(last.chosen, chosen[:n], strict=True)
         ):
-            sources, latest_of, latest_gram = last.sources, last.latest_of, last.latest_gram
+            found = last
+            found.chosen = chosen
         else:
-            n, sources, latest_of, latest_gram = 0, [], {}, {}
+            n, found = 0, _Sources(chosen)
         for pos in range(n, len(chosen)):
             i, m = chosen[pos]
             info = self._message(m)
-            sources.append((i, info))
-            latest_of.update(dict.fromkeys(info.tokens, pos))  # a later holder replaces
-            latest_gram.update(dict.fromkeys(info.grams, pos))
-        self._sources = _Sources(chosen, sources, latest_of, latest_gram)
-        return self._sources
+            found.sources.append((i, info))
+            found.latest_of.update(dict.fromkeys(info.tokens, pos))  # a later holder replaces
+            found.latest_gram.update(dict.fromkeys(info.grams, pos))
+            for key in info.field_keys:
+                found.keyed.setdefault(key, []).append(pos)
+            if info.rules:
+                found.ruled.append(pos)
+            if info.role == "assistant":
+                found.agents.append(pos)
+        self._sources = found
+        return found
 
     def _weighed_tokens(self, fact: Fact) -> Set[str]:
         """The tokens of a fact that weigh anything (a fact is looked at again by the
@@ -512,7 +526,7 @@ class FlowJudge(Judge):
         owner = owner_of(index)
         found = self._sources_of(prefix, always_idx)
         sources, latest_of, latest_gram = found.sources, found.latest_of, found.latest_gram
-        order = sources[::-1]  # a fact's source is its most recent occurrence
+        keyed = found.keyed
         uses: dict[tuple[int, str], Use] = {}
 
         def use(i: int, fact: Fact, m: Message, how: str, evidence: str) -> None:
@@ -536,12 +550,19 @@ class FlowJudge(Judge):
             # 1. a field named by key and value (a call argument, a ``Key: value`` line): the
             # record that defines the entity (``line_id: L1002``), passing over incidental
             # mentions, unless an error about it came since
-            for (key, value), value_tokens in zip(pairs, info_m.value_tokens, strict=True):
-                vt = frozenset(t for t in value_tokens if w(t) > 0)
+            if info_m.weighed is None:
+                info_m.weighed = [
+                    frozenset(t for t in value_tokens if w(t) > 0)
+                    for value_tokens in info_m.value_tokens
+                ]
+            for (key, value), vt in zip(pairs, info_m.weighed, strict=True):
                 if not key or not vt or vt <= obtained:
                     continue
+                # a source holding them all is no later than the latest holder of each
+                start = min(latest_of.get(t, -1) for t in vt)
                 newest = True
-                for i, info in order:
+                for pos in range(start, -1, -1):
+                    i, info = sources[pos]
                     if not vt <= info.tokens:
                         continue
                     fact = next(
@@ -557,12 +578,15 @@ class FlowJudge(Judge):
                     if fact is not None:
                         use(i, fact, m, "key", f"{' '.join(key)} = {value[:60]}")
                         break
-            for i, info in order:
-                if info.field_keys.isdisjoint(present):
-                    continue  # no field of it has its key named here (``_named_together``)
+            # (only a source with a field whose key is named here: ``_named_together``)
+            named = {pos for k in keyed.keys() & present for pos in keyed[k]}
+            for pos in sorted(named, reverse=True):
+                i, info = sources[pos]
                 for fact in info.fields:
-                    if not fact.tokens <= obtained and _named_together(
-                        fact, seq, present, p.key_window
+                    if (
+                        fact.key[-1] in present
+                        and not fact.tokens <= obtained
+                        and _named_together(fact, seq, present, p.key_window)
                     ):
                         use(i, fact, m, "key", " ".join(fact.key))
             # 2. tokens, each from its latest source; fields and rows count every word, prose
@@ -657,7 +681,8 @@ class FlowJudge(Judge):
                 fact = Fact("copy", span, (squash(span),), span_tokens)
                 use(i, fact, m, "copy", span[:80])
             # 6. a rule the user stated earlier that the future acts on (its key phrase again)
-            for i, info in order:
+            for pos in reversed(found.ruled):
+                i, info = sources[pos]
                 for fact in info.rules:
                     phrase = info_m.phrase(fact.text)
                     if phrase and phrase not in always_text:
@@ -667,8 +692,9 @@ class FlowJudge(Judge):
                 v = value.strip()
                 if len(v) >= p.min_copy or sum(w(t) for t in token_set(v)) < p.threshold:
                     continue
-                for i, info in order:
-                    if info.role == "assistant" and v in info.text:
+                for pos in reversed(found.agents):
+                    i, info = sources[pos]
+                    if v in info.text:
                         fact = Fact("copy", v, (squash(v),), token_set(v))
                         use(i, fact, m, "copy", v)
                         break
