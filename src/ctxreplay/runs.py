@@ -412,10 +412,17 @@ def _judge_of(folder: Path) -> str | None:
     return None
 
 
+def _no_verdicts() -> pl.DataFrame:
+    """No verdict, with every verdict column."""
+    empty = pl.from_arrow(VERDICTS.empty_table())
+    assert isinstance(empty, pl.DataFrame)
+    return empty
+
+
 def _verdict_scan(parts: list[Path]) -> pl.LazyFrame:
     """A lazy scan of verdict parts with the verdict schema: a column added since a part was
     written reads as null."""
-    schema = pl.from_arrow(VERDICTS.empty_table()).schema  # type: ignore[union-attr]
+    schema = _no_verdicts().schema
     return pl.scan_parquet(parts, schema=schema, missing_columns="insert", extra_columns="ignore")
 
 
@@ -461,8 +468,7 @@ def read_verdicts(
                 )
             )
     if not frames:
-        empty = pl.from_arrow(VERDICTS.empty_table())
-        assert isinstance(empty, pl.DataFrame)
+        empty = _no_verdicts()
         return empty if columns is None else empty.select(columns)
     frame = pl.concat(frames, how="vertical_relaxed")
     return frame.unique(["judge", "policy", "case_id"], keep="first", maintain_order=True)
@@ -568,7 +574,7 @@ def judge_verdicts(
     judges' verdicts are never held."""
     label = judge_label(verdict_judges(run_path), judge, error)
     if label is None:
-        return None, read_verdicts(run_path).clear()
+        return None, _no_verdicts()
     return label, read_verdicts(run_path, label).filter(pl.col("judge") == label)
 
 
@@ -711,9 +717,7 @@ def query_verdicts(
     folders = [(f, sorted(f.glob("*.parquet"))) for f in _verdict_folders(run)]
     parts = [p for _, found in folders for p in found]
     if not parts:
-        empty = pl.from_arrow(VERDICTS.empty_table())
-        assert isinstance(empty, pl.DataFrame)
-        return query(empty.lazy()).collect()
+        return query(_no_verdicts().lazy()).collect()
     try:
         return query(_verdict_scan(parts)).collect()
     except READ_ERRORS:

@@ -38,6 +38,7 @@ from ..runs import (
     read_table,
     read_verdicts,
     slug,
+    verdict_judges,
 )
 from ..schema import CATEGORIES
 from . import stats
@@ -861,7 +862,7 @@ def audit(
     the category's losses.
     """
     r = as_run(run)
-    label = resolve_judge(judge_names(verdict_index(r)), judge)
+    label = resolve_judge(verdict_judges(r.path), judge)
     r.check()
     key = _category_key(category)
     target, unknown = None, None
