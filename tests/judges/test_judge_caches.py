@@ -277,3 +277,24 @@ def test_what_is_always_in_view_is_tokenised_as_one_text() -> None:
                 assert judge._always(messages) == want, (a, b, c)
                 assert judge._always(messages) == want  # and again, from what was found
     assert token_set("due on may\n5, 2024") != token_set("due on may") | token_set("5, 2024")
+
+
+def test_values_by_object_are_made_once_per_object_not_per_equal_value() -> None:
+    from ctxreplay.datasets.messages import Message, Part
+    from ctxreplay.judges.base import ByObject
+
+    made: list[Message] = []
+
+    def make(m: Message) -> str:
+        made.append(m)
+        return f"value {len(made)}"
+
+    memo: ByObject[Message, str] = ByObject()
+    a, b = Message("user", (Part.text("same"),)), Message("user", (Part.text("same"),))
+    assert a == b and a is not b
+    assert [memo.get(a, make), memo.get(b, make), memo.get(a, make)] == [
+        "value 1",
+        "value 2",
+        "value 1",
+    ]
+    assert made == [a, b] and made[0] is a and made[1] is b

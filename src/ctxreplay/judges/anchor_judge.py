@@ -39,6 +39,7 @@ from ..text.anchors import (
     spans,
 )
 from .base import (
+    ByObject,
     Judge,
     JudgeInput,
     Loss,
@@ -140,50 +141,33 @@ class AnchorJudge(Judge):
         # views) of a session: each is worked out once per session, keyed by the message
         # object (its id, checked against the object itself)
         self._session = ""
-        self._texts: dict[int, tuple[Message, str]] = {}
-        self._bodies: dict[int, tuple[Message, str]] = {}
-        self._said: dict[int, tuple[Message, _Said]] = {}
-        self._rules: dict[int, tuple[Message, list[str]]] = {}
+        self._texts: ByObject[Message, str] = ByObject()
+        self._bodies: ByObject[Message, str] = ByObject()
+        self._said: ByObject[Message, _Said] = ByObject()
+        self._rules: ByObject[Message, list[str]] = ByObject()
 
     def _for_session(self, session_id: str) -> None:
         if session_id != self._session:
             self._session = session_id
-            self._texts, self._bodies, self._said, self._rules = {}, {}, {}, {}
+            self._texts, self._bodies = ByObject(), ByObject()
+            self._said, self._rules = ByObject(), ByObject()
 
     def _text(self, m: Message) -> str:
-        hit = self._texts.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        text = message_text(m)
-        self._texts[id(m)] = (m, text)
-        return text
+        return self._texts.get(m, message_text)
 
     def _body(self, m: Message) -> str:
         """What a long verbatim span may come from: a call's arguments, other messages' text."""
         if m.role != "assistant":
             return self._text(m)
-        hit = self._bodies.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        body = "\n".join(p.arguments or "" for p in m.parts if p.type == "tool_call")
-        self._bodies[id(m)] = (m, body)
-        return body
+        return self._bodies.get(
+            m, lambda m: "\n".join(p.arguments or "" for p in m.parts if p.type == "tool_call")
+        )
 
     def _uses_of(self, m: Message) -> _Said:
-        hit = self._said.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        said = _Said.of(m, self.params.min_span)
-        self._said[id(m)] = (m, said)
-        return said
+        return self._said.get(m, lambda m: _Said.of(m, self.params.min_span))
 
     def _constraints(self, m: Message) -> list[str]:
-        hit = self._rules.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        found = constraints(m.text)
-        self._rules[id(m)] = (m, found)
-        return found
+        return self._rules.get(m, lambda m: constraints(m.text))
 
     # --- corpus-level filter ------------------------------------------------------------
     def corpus_state(self, corpus: Any) -> list[str]:

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from ..datasets.messages import Message, Part
 from ..datasets.store import bucket_of
@@ -199,6 +199,30 @@ class Judge(Plugin, ABC):
     def close(self) -> None:
         """Release clients and servers."""
         return None
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class ByObject(Generic[K, V]):
+    """Values worked out once per object (a message, a fact): the cases and views of a session
+    share their message objects. Kept by identity, not equality (equal messages at two places
+    are two messages); each object is held with its value, so no other takes its ``id``."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[K, V]] = {}
+
+    def get(self, obj: K, make: Callable[[K], V]) -> V:
+        """The value of ``obj``, made by ``make(obj)`` the first time."""
+        hit = self._items.get(id(obj))
+        if hit is not None:
+            return hit[1]
+        value = make(obj)
+        self._items[id(obj)] = (obj, value)
+        return value
 
 
 #: the judge used when none is named: the information-flow judge (``flow.py``)

@@ -57,6 +57,7 @@ from ..text.facts import (
     tokens,
 )
 from .base import (
+    ByObject,
     Judge,
     JudgeInput,
     Loss,
@@ -365,18 +366,19 @@ class FlowJudge(Judge):
         self.weights = Weights(common=self.params.common_fraction)
         self._case: tuple[str, list[Use]] | None = None
         # what a message holds, tells or says does not change between the cases of a session
-        self._messages: tuple[str, dict[int, tuple[Message, _Message]]] = ("", {})
-        self._future: dict[int, tuple[Message, _Told | _Said]] = {}
-        self._squash: dict[int, tuple[Message, str]] = {}
+        self._session = ""
+        self._messages: ByObject[Message, _Message] = ByObject()
+        self._future: ByObject[Message, _Told | _Said] = ByObject()
+        self._squash: ByObject[Message, str] = ByObject()
         #: what is always in view (system prompt, protected turn), tokenised, by its text: the
         #: cases of a session share it until the next user turn
         self._always_of: dict[tuple[int, ...], tuple[tuple[Message, ...], _Always]] = {}
-        self._always_one: dict[int, tuple[Message, _Always]] = {}  # by message
+        self._always_one: ByObject[Message, _Always] = ByObject()  # by message
         #: the sources of the session's last case, and each token's latest holder among them: a
         #: later case whose prefix only adds messages extends them, not rebuilds them
         self._sources: _Sources = _Sources()
-        #: the tokens of a fact that weigh anything, by the fact's id (the fact kept with them)
-        self._weighed: dict[int, tuple[Fact, set[str]]] = {}
+        #: the tokens of a fact that weigh anything
+        self._weighed: ByObject[Fact, Set[str]] = ByObject()
 
     # --- corpus-level weights ---------------------------------------------------------------
     def corpus_state(self, corpus: Any) -> dict[str, Any]:
@@ -395,31 +397,27 @@ class FlowJudge(Judge):
     def uses(self, item: JudgeInput) -> list[Use]:
         if self._case and self._case[0] == item.case_id:
             return self._case[1]
-        if self._messages[0] != item.session_id:
-            self._messages = (item.session_id, {})
-            self._future = {}
-            self._squash = {}
+        if self._session != item.session_id:
+            self._session = item.session_id
+            self._messages, self._future, self._squash = ByObject(), ByObject(), ByObject()
             self._always_of = {}
-            self._always_one = {}
+            self._always_one = ByObject()
             self._sources = _Sources()
-            self._weighed = {}
+            self._weighed = ByObject()
         uses = self._uses(item.prefix, item.index, item.future)
         self._case = (item.case_id, uses)
         return uses
 
     def _message(self, m: Message) -> _Message:
-        cache = self._messages[1]
-        hit = cache.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
+        return self._messages.get(m, self._new_message)
+
+    def _new_message(self, m: Message) -> _Message:
         heard = None
         if m.role != "assistant":
             said = self._told(m)
             assert isinstance(said, _Told)
             heard = said
-        info = _Message.of(m, heard)
-        cache[id(m)] = (m, info)
-        return info
+        return _Message.of(m, heard)
 
     def _always(self, messages: list[Message]) -> tuple[str, frozenset[str], str]:
         """The text, its tokens and its squashed form of what is always in view (a session's
@@ -477,41 +475,26 @@ class FlowJudge(Judge):
     def _weighed_tokens(self, fact: Fact) -> Set[str]:
         """The tokens of a fact that weigh anything (a fact is looked at again by the
         session's later cases)."""
-        hit = self._weighed.get(id(fact))
-        if hit is not None and hit[0] is fact:
-            return hit[1]
         w = self.weights
-        weighed = {x for x in fact.tokens if w(x) > 0}  # built as it was: summed in its order
-        self._weighed[id(fact)] = (fact, weighed)
-        return weighed
+        # built as it was: summed in its order
+        return self._weighed.get(fact, lambda f: {x for x in f.tokens if w(x) > 0})
 
     def _alone(self, m: Message) -> _Always:
         """An always-in-view message's text, tokens and squashed text."""
-        hit = self._always_one.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        text = rendered(m)
-        found = (text, token_set(text), squash(text))
-        self._always_one[id(m)] = (m, found)
-        return found
+
+        def alone(m: Message) -> _Always:
+            text = rendered(m)
+            return text, token_set(text), squash(text)
+
+        return self._always_one.get(m, alone)
 
     def _squashed(self, m: Message) -> str:
         """A view message as looked into, whitespace removed: the views of a session share
         most of their messages (the prefix's own objects), so each is squashed once."""
-        hit = self._squash.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        text = squash(rendered(m))
-        self._squash[id(m)] = (m, text)
-        return text
+        return self._squash.get(m, lambda m: squash(rendered(m)))
 
     def _told(self, m: Message) -> _Told | _Said:
-        hit = self._future.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        info = _Said.of(m) if m.role == "assistant" else _Told.of(m)
-        self._future[id(m)] = (m, info)
-        return info
+        return self._future.get(m, lambda m: _Said.of(m) if m.role == "assistant" else _Told.of(m))
 
     def _uses(
         self, prefix: Sequence[Message], index: ObjectIndex, future: Sequence[Message]
