@@ -37,6 +37,12 @@ MESSAGES = tuple(
             call("c5", "get_line", {"id": RECORD["line_id"]}),
             result("c5", json.dumps({**RECORD, "status": "Active"})),
             say(f"Done: {CODE.splitlines()[1]} and LINE-1042 is Active."),
+            # the file read again (18) and copied from (19): a copy the future obtained again
+            # itself when cut before 18, and one from a source of the prefix when cut after it
+            call("c6", "read_file", {"path": "steps.py"}),
+            result("c6", CODE),
+            call("c7", "edit_file", {"path": "steps.py", "new_str": CODE.split("\n", 4)[4]}),
+            say("Both edits are in."),
         ]
     )
 )
@@ -58,8 +64,8 @@ def as_tuples(judge: FlowJudge, item: JudgeInput) -> list[tuple]:
 ORDERS = {
     "growing": [(c, 0) for c in range(2, len(MESSAGES))],
     "shrinking": [(c, 0) for c in range(len(MESSAGES) - 1, 1, -1)],
-    "mixed": [(6, 0), (9, 0), (4, 0), (12, 0), (13, 0), (8, 0), (16, 0), (14, 0)],
-    "compacted": [(9, 0), (12, 0), (12, 2), (14, 2), (16, 0), (16, 7), (10, 0)],
+    "mixed": [(6, 0), (9, 0), (4, 0), (12, 0), (13, 0), (8, 0), (16, 0), (19, 0), (14, 0)],
+    "compacted": [(9, 0), (12, 0), (12, 2), (14, 2), (16, 0), (16, 7), (10, 0), (19, 7)],
 }
 
 
@@ -75,17 +81,36 @@ def test_cases_in_a_row_give_what_fresh_judges_give() -> None:
     assert used > 50  # the cases use facts: the comparison is not of empty lists
 
 
+def copies(judge: FlowJudge, item: JudgeInput) -> set[int]:
+    """The sources of the code the edit at 19 copies."""
+    return {
+        u.source
+        for u in judge.uses(item)
+        if u.how == "copy" and u.need_seq == 19 and "offset_" in u.fact.text
+    }
+
+
+def test_a_copy_obtained_again_before_one_cut_is_used_from_its_source_after_another() -> None:
+    """The edit at 19 copies the file read at 18 (and at 5). Cut at 14, the future obtained it
+    again at 18 before copying it: no use. Cut at 19, 18 is in the prefix: used from there.
+    What a future message shares with what the future obtained is found in the first case that
+    holds it and read from there by the later cuts: each reads only its own future's tail."""
+    shared = FlowJudge()
+    assert copies(shared, case(14)) == copies(FlowJudge(), case(14)) == set()
+    assert copies(shared, case(19)) == copies(FlowJudge(), case(19)) == {18}
+    assert copies(shared, case(16)) == copies(FlowJudge(), case(16)) == set()
+
+
 def test_the_sources_are_extended_only_when_the_prefix_only_adds_messages() -> None:
     judge = FlowJudge()
     judge.uses(case(8))
     before = judge._sources.sources
     judge.uses(case(12))  # the same prefix and more after it: extended in place
     assert judge._sources.sources is before
-    assert [i for i, _ in judge._sources.sources] == [
-        i
-        for i, m in enumerate(MESSAGES[:12])
-        if i not in (0, 7)  # the system prompt, the protected turn
-    ]
+    # every message but the system prompt, the protected turn (7) holding its place unindexed
+    assert [i for i, _ in judge._sources.sources] == list(range(1, 12))
+    assert list(judge._sources.waiting) == [6]
+    assert "quote" not in judge._sources.latest_of  # said only by the protected turn
     latest = judge._sources.latest_of
     fresh = FlowJudge()
     fresh.uses(case(12))
@@ -93,6 +118,14 @@ def test_the_sources_are_extended_only_when_the_prefix_only_adds_messages() -> N
     assert latest["t-88412"] == max(
         pos for pos, (_, info) in enumerate(judge._sources.sources) if "t-88412" in info.tokens
     )
+    judge.uses(case(14))  # 13 is the protected turn now: 7 is a source, put in its place
+    assert judge._sources.sources is before and list(judge._sources.waiting) == [12]
+    fresh = FlowJudge()
+    fresh.uses(case(14))
+    assert judge._sources.latest_of == fresh._sources.latest_of
+    assert judge._sources.latest_gram == fresh._sources.latest_gram
+    assert judge._sources.latest_of["quote"] == 6  # put after 11 was, and older
+    assert judge._sources.latest_of["t-88412"] == 11  # a later holder is not replaced
     judge.uses(case(12, 2))  # the same messages at other places: built again
     assert judge._sources.sources is not before
     assert judge._sources.latest_of == (lambda j: (j.uses(case(12, 2)), j._sources.latest_of)[1])(

@@ -82,6 +82,26 @@ def test_status_named_with_its_key_in_prose() -> None:
     assert "insurance: no" in lost(gone)
 
 
+def test_fields_named_from_two_results_are_each_from_their_own() -> None:
+    """One message names a field of each of two results by key and value: each use is the
+    field of its own result (what a message names in a source is kept per source)."""
+    messages = [
+        system(),
+        user("Compare my two reservations."),
+        call("c1", "get_reservation", {"id": "R1"}),
+        result("c1", json.dumps({"reservation_id": "R1", "cabin": "economy"})),
+        call("c2", "get_reservation", {"id": "R2"}),
+        result("c2", json.dumps({"reservation_id": "R2", "cabin": "business"})),
+        user("Which is better?"),
+        say("Reservation R1 has cabin: economy, and reservation R2 has cabin: business."),
+    ]
+    msgs = counted(messages)
+    uses = FlowJudge().uses(view_input(tuple(msgs[:7]), tuple(msgs[7:])))
+    keyed = {(u.source, u.fact.text) for u in uses if u.how == "key"}
+    assert (3, "cabin: economy") in keyed and (5, "cabin: business") in keyed
+    assert (3, "cabin: business") not in keyed and (5, "cabin: economy") not in keyed
+
+
 # --- a row chosen from a list ----------------------------------------------------------------
 
 FLIGHTS = [

@@ -298,3 +298,56 @@ def test_values_by_object_are_made_once_per_object_not_per_equal_value() -> None
         "value 1",
     ]
     assert made == [a, b] and made[0] is a and made[1] is b
+
+
+def test_a_key_is_named_near_its_value_as_a_scan_of_every_pair_finds() -> None:
+    """``_named_together`` finds the value nearest each place of the key (positions by token,
+    a bisection): what comparing every place of the key with every place of the value finds."""
+    import random
+
+    from ctxreplay.judges.flow import _named_together, _Said
+    from ctxreplay.text.facts import Fact
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        seq = [rng.choice("kvxyz") for _ in range(rng.randrange(0, 30))]
+        said = _Said("", [], seq, frozenset(seq), [], [], [], frozenset(), "", {})
+        fact = Fact(
+            "field", "k: v", ("k:v",), frozenset(rng.sample("vxy", rng.randrange(1, 3))), ("k",)
+        )
+        window = rng.randrange(0, 6)
+        key_at = [i for i, t in enumerate(seq) if t == "k"]
+        value_at = [i for i, t in enumerate(seq) if t in fact.tokens]
+        want = (
+            {"k"} <= said.present
+            and fact.tokens <= said.present
+            and any(abs(i - j) <= window for i in key_at for j in value_at)
+        )
+        assert _named_together(fact, said, window) == want, (seq, fact.tokens, window)
+
+
+def test_a_source_put_after_later_ones_holds_only_what_none_later_holds() -> None:
+    """A protected turn put among the sources after later ones were (``_Sources.put``): the
+    latest holder of each token stays the latest, and the positions with a key, a rule, the
+    agent's own stay in order."""
+    from ctxreplay.judges.flow import _PROTECTED, _Message, _Sources
+    from ctxreplay.text.facts import Fact
+
+    def message(role: str, tokens: str, key: str = "", rule: bool = False) -> _Message:
+        toks = frozenset(tokens.split())
+        rules = [Fact("sentence", tokens, (), toks)] if rule else []
+        by_key = {key: [0]} if key else {}
+        fields = [Fact("field", f"{key}: x", (), toks, (key,))] if key else []
+        return _Message(role, False, [], fields, rules, toks, tokens, toks, by_key)
+
+    found = _Sources()
+    for _ in range(4):
+        found.sources.append((len(found.sources), _PROTECTED))
+    found.put(0, message("user", "a b", key="id", rule=True))
+    found.put(2, message("assistant", "b c", key="id"))
+    found.put(3, message("user", "c d", rule=True))
+    found.put(1, message("user", "a b c e", key="id", rule=True))  # the protected turn, later
+    assert found.latest_of == {"a": 1, "b": 2, "c": 3, "d": 3, "e": 1}
+    assert found.latest_gram == found.latest_of  # (its word runs are its tokens here)
+    assert found.keyed == {"id": [0, 1, 2]} and found.ruled == [0, 1, 3]
+    assert found.agents == [2] and found.order == [0, 2, 3, 1]

@@ -10,6 +10,7 @@ about.
 from __future__ import annotations
 
 import json
+import random
 import re
 
 import pytest
@@ -380,3 +381,38 @@ def test_a_text_whose_lines_do_not_normalise_line_for_line_is_cut_whole(monkeypa
         facts.LineIndex(text, tokenise, "status: ok item_1 at /srv/a.py")
     monkeypatch.setattr(facts, "_piece_normaliser", lambda t: (tokenise, t.lower() + "\n!"))
     assert facts.index_of(text) == facts_of(text)
+
+
+def plain_copied_runs(words: list[str], source_of, n: int) -> list[tuple[int, str]]:
+    """``copied_runs`` as it was: a step per gram, every gram's source asked for."""
+    runs: list[tuple[int, str]] = []
+    start, current = -1, None
+    sources = [source_of(g) for g in facts.grams(words, n)]
+    for j, src in enumerate([*sources, None]):
+        if src != current or src is None:
+            if current is not None:
+                runs.append((current, " ".join(words[start : j - 1 + n])))
+            start, current = j, src
+    return runs
+
+
+def test_copied_runs_from_their_hits_are_the_runs_of_every_gram() -> None:
+    """The runs found from the grams that come from a source alone (their positions) are the
+    maximal runs a pass over every gram finds: adjacent runs from two sources stay apart, a
+    gram from no source breaks a run, and a gram repeated in the message is a hit at each of
+    its places."""
+    rng = random.Random(15)
+    checked = 0
+    for _ in range(600):
+        words = [rng.choice("abcdefg") for _ in range(rng.randrange(0, 40))]
+        n = rng.choice([1, 2, 3, facts.GRAM])
+        found = facts.grams(words, n)
+        source = {g: rng.choice([None, None, 0, 1, 2]) for g in set(found)}
+        at: dict[str, list[int]] = {}
+        for j, g in enumerate(found):
+            at.setdefault(g, []).append(j)
+        hits = sorted((j, source[g]) for g in at if source[g] is not None for j in at[g])
+        want = plain_copied_runs(words, source.get, n)
+        assert facts.copied_runs(words, hits, n) == want, (words, n)
+        checked += bool(want)
+    assert checked > 300  # most cases copy something

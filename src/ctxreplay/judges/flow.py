@@ -25,7 +25,9 @@ costs only the lookups of its used facts.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import json
 import re
 from collections import defaultdict
@@ -164,7 +166,7 @@ class _Message:
     tokens: frozenset[str]  # what it tells the agent
     text: str  # as the agent read it
     grams: frozenset[str]  # word runs, where copies are looked for
-    field_keys: frozenset[str]  # the last key word of each of its fields
+    by_key: dict[str, list[int]]  # the last key word of each field → where its fields are
 
     #: the facts holding each token looked up so far (``with_token``), and all of them by token
     #: once a message whose facts are all found has been looked into for many tokens
@@ -235,8 +237,31 @@ class _Message:
             heard.tokens,
             text,
             heard.grams,
-            frozenset(f.key[-1] for f in fields),
+            _places(f.key[-1] for f in fields),
         )
+
+    def named(self, words: Set[str]) -> list[Fact]:
+        """Its fields whose last key word is one of ``words``, in order (a result of hundreds
+        of fields, of which a future names one or two keys, is not gone through field by
+        field)."""
+        by_key = self.by_key
+        # (the smaller looked up in the larger: a frozenset and a dict's keys intersect by
+        # going through the frozenset, whatever their sizes)
+        if len(by_key) <= len(words):
+            keys = [k for k in by_key if k in words]
+        else:
+            keys = [k for k in words if k in by_key]
+        if len(keys) == 1:
+            return [self.fields[j] for j in by_key[keys[0]]]
+        return [self.fields[j] for j in sorted(j for k in keys for j in by_key[k])]
+
+
+def _places(items: Iterable[str]) -> dict[str, list[int]]:
+    """Where each item is in ``items``, in order."""
+    places: dict[str, list[int]] = {}
+    for j, item in enumerate(items):
+        places.setdefault(item, []).append(j)
+    return places
 
 
 @dataclass
@@ -254,8 +279,67 @@ class _Said:
     gram_set: frozenset[str]  # the same, once each
     text: str  # what rules are looked for in
     phrases: dict[str, str | None]  # rule → the key phrase of it this message repeats
-    #: the tokens of each pair's value that weigh anything (the judge's weights, found once)
+    #: the tokens of each pair's value that weigh anything, and of ``present`` those that weigh
+    #: anything and those specific by their shape, in order (the judge's weights, found once)
     weighed: list[frozenset[str]] | None = None
+    weighty: list[str] = field(default_factory=list)
+    shaped: list[str] = field(default_factory=list)
+    #: where each token is in ``seq``, and each word run in ``said_grams`` (``_places``), when
+    #: first looked for: a key named near its value, a run copied
+    _token_at: dict[str, list[int]] | None = None
+    _gram_at: dict[str, list[int]] | None = None
+    #: the fields of each source it names by key and value together, by the source's id: the
+    #: same in every case whose prefix holds the source (the sources live as long as it)
+    _named: dict[int, list[Fact]] = field(default_factory=dict)
+    #: its word runs the sources hold: (which sources, how many of their puts, the runs)
+    _held: tuple[int, int, set[str]] | None = None
+    #: its word runs shared with each message a future obtained before it, from the earliest
+    #: future looked into: (where that future starts, [(seq, the runs shared)], none empty)
+    _shared: tuple[int, list[tuple[int, Set[str]]]] | None = None
+
+    def held_in(self, found: _Sources) -> set[str]:
+        """Its word runs that some source holds (not to be changed): those of the session's
+        sources are added to as they grow from case to case, not found again."""
+        last = self._held
+        if last is None or last[0] != found.serial:
+            held = self.gram_set & found.latest_gram.keys()
+        else:
+            held = last[2]
+            for pos in found.order[last[1] :]:
+                held |= self.gram_set & found.sources[pos][1].grams
+        self._held = (found.serial, len(found.order), held)
+        return held
+
+    def shared_since(
+        self, start: int, obtained: list[tuple[int, frozenset[str]]]
+    ) -> list[Set[str]]:
+        """Its word runs shared with each message the future obtained before it: ``obtained``
+        (seq, word runs) of a future starting at seq ``start``. A later cut of the session
+        obtains a tail of the same messages, so what each shares is found once, from the
+        earliest future, and read from there."""
+        if self._shared is None or self._shared[0] > start:
+            found = [(seq, both) for seq, grams in obtained if (both := self.gram_set & grams)]
+            self._shared = (start, found)
+        return [both for seq, both in self._shared[1] if seq >= start]
+
+    def named_in(self, source: _Message, window: int) -> list[Fact]:
+        """The fields of ``source`` this message names by key and value together."""
+        found = self._named.get(id(source))
+        if found is None:
+            found = self._named[id(source)] = [
+                f for f in source.named(self.present) if _named_together(f, self, window)
+            ]
+        return found
+
+    def token_at(self) -> dict[str, list[int]]:
+        if self._token_at is None:
+            self._token_at = _places(self.seq)
+        return self._token_at
+
+    def gram_at(self) -> dict[str, list[int]]:
+        if self._gram_at is None:
+            self._gram_at = _places(self.said_grams)
+        return self._gram_at
 
     @classmethod
     def of(cls, m: Message) -> _Said:
@@ -301,17 +385,34 @@ def agent_use(m: Message) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
     return prose, pairs
 
 
+#: the roles whose messages are always in view (with the protected turn)
+_ALWAYS_ROLES = ("system", "developer")
+
 #: what is always in view: its text, its tokens and its squashed form
 _Always = tuple[str, frozenset[str], str]
+
+
+#: the place of a protected turn among the sources while it is protected: it holds nothing
+_PROTECTED = _Message("user", False, [], [], [], frozenset(), "", frozenset(), {})
 
 
 @dataclass
 class _Sources:
     """The sources of a case (``FlowJudge._sources_of``): the (index, message) pairs chosen,
-    their analyses, and each token's latest holder by position."""
+    their analyses, and each token's latest holder by position.
+
+    The protected turn (always in view, so no source) keeps its place, holding nothing, and is
+    put in (``put``) when a later case's prefix holds it as a source: the sources of a session
+    are so extended from case to case, never rebuilt."""
 
     chosen: list[tuple[int, Message]] = field(default_factory=list)
     sources: list[tuple[int, _Message]] = field(default_factory=list)
+    waiting: dict[int, Message] = field(default_factory=dict)  # position → protected message
+    #: the positions put, in the order they were (a future message's word runs that some
+    #: source holds are added to from where it last looked: ``_Said.held_in``), and which
+    #: sources these are (a rebuilt one is others)
+    order: list[int] = field(default_factory=list)
+    serial: int = field(default_factory=itertools.count().__next__)
     latest_of: dict[str, int] = field(default_factory=dict)
     latest_gram: dict[str, int] = field(default_factory=dict)  # the same, of word runs
     #: the positions of the sources with a field of each last key word, with a rule, and of
@@ -319,6 +420,27 @@ class _Sources:
     keyed: dict[str, list[int]] = field(default_factory=dict)
     ruled: list[int] = field(default_factory=list)
     agents: list[int] = field(default_factory=list)
+
+    def put(self, pos: int, info: _Message) -> None:
+        """Index the source at ``pos``: the latest holder of its tokens and word runs, unless
+        a later source holds them too."""
+        i = self.sources[pos][0]
+        self.sources[pos] = (i, info)
+        self.order.append(pos)
+        if pos == len(self.sources) - 1:  # the newest source: it replaces every holder
+            self.latest_of.update(dict.fromkeys(info.tokens, pos))
+            self.latest_gram.update(dict.fromkeys(info.grams, pos))
+        else:
+            for latest, keys in ((self.latest_of, info.tokens), (self.latest_gram, info.grams)):
+                for k in keys:
+                    if latest.get(k, -1) < pos:
+                        latest[k] = pos
+        for key in info.by_key:
+            bisect.insort(self.keyed.setdefault(key, []), pos)
+        if info.rules:
+            bisect.insort(self.ruled, pos)
+        if info.role == "assistant":
+            bisect.insort(self.agents, pos)
 
 
 @judge("flow")
@@ -441,13 +563,13 @@ class FlowJudge(Judge):
         self._always_of[key] = (tuple(messages), found)
         return found
 
-    def _sources_of(self, prefix: Sequence[Message], always_idx: Set[int]) -> _Sources:
-        """The prefix messages a fact can come from (all but what is always in view), in
-        order, and for each of their tokens and word runs the position of its latest holder
-        among them.
+    def _sources_of(self, prefix: Sequence[Message], protected: Set[int]) -> _Sources:
+        """The prefix messages a fact can come from (all but what is always in view: the
+        system's and developer's, and the ``protected`` turn), in order, and for each of their
+        tokens and word runs the position of its latest holder among them.
         Those of the previous case are extended when this prefix holds the same messages at
         the same places, and more after them (the common case within a session)."""
-        chosen = [(i, m) for i, m in enumerate(prefix) if i not in always_idx]
+        chosen = [(i, m) for i, m in enumerate(prefix) if m.role not in _ALWAYS_ROLES]
         last = self._sources
         n = len(last.chosen)
         if n <= len(chosen) and all(
@@ -457,18 +579,17 @@ class FlowJudge(Judge):
             found.chosen = chosen
         else:
             n, found = 0, _Sources(chosen)
+        for pos, m in list(found.waiting.items()):
+            if chosen[pos][0] not in protected:  # a protected turn no longer
+                del found.waiting[pos]
+                found.put(pos, self._message(m))
         for pos in range(n, len(chosen)):
             i, m = chosen[pos]
-            info = self._message(m)
-            found.sources.append((i, info))
-            found.latest_of.update(dict.fromkeys(info.tokens, pos))  # a later holder replaces
-            found.latest_gram.update(dict.fromkeys(info.grams, pos))
-            for key in info.field_keys:
-                found.keyed.setdefault(key, []).append(pos)
-            if info.rules:
-                found.ruled.append(pos)
-            if info.role == "assistant":
-                found.agents.append(pos)
+            found.sources.append((i, _PROTECTED))
+            if i in protected:
+                found.waiting[pos] = m
+            else:
+                found.put(pos, self._message(m))
         self._sources = found
         return found
 
@@ -503,11 +624,11 @@ class FlowJudge(Judge):
         w = self.weights
         turn = index[index.latest_turn] if index.latest_turn else None
         protected = set(turn.messages[:1]) if turn is not None else set()
-        always_idx = {i for i, m in enumerate(prefix) if m.role in ("system", "developer")}
+        always_idx = {i for i, m in enumerate(prefix) if m.role in _ALWAYS_ROLES}
         always_idx |= protected
         always_text, always, always_sq = self._always([prefix[i] for i in sorted(always_idx)])
         owner = owner_of(index)
-        found = self._sources_of(prefix, always_idx)
+        found = self._sources_of(prefix, protected)
         sources, latest_of, latest_gram = found.sources, found.latest_of, found.latest_gram
         keyed = found.keyed
         uses: dict[tuple[int, str], Use] = {}
@@ -522,14 +643,15 @@ class FlowJudge(Judge):
         obtained: set[str] = set()
         # the word runs of what the future obtained, one set per message: looked into only for
         # a run some source holds, never merged (they are large, and differ from case to case)
-        obtained_grams: list[frozenset[str]] = []
+        obtained_grams: list[tuple[int, frozenset[str]]] = []  # (seq, word runs)
+        cut = future[0].seq if future else 0
         for m in future:
             info_m = self._told(m)
             if not isinstance(info_m, _Said):
                 obtained.update(info_m.tokens)
-                obtained_grams.append(info_m.grams)
+                obtained_grams.append((m.seq, info_m.grams))
                 continue
-            pairs, seq, present = info_m.pairs, info_m.seq, info_m.present
+            pairs, present = info_m.pairs, info_m.present
             # 1. a field named by key and value (a call argument, a ``Key: value`` line): the
             # record that defines the entity (``line_id: L1002``), passing over incidental
             # mentions, unless an error about it came since
@@ -538,6 +660,8 @@ class FlowJudge(Judge):
                     frozenset(t for t in value_tokens if w(t) > 0)
                     for value_tokens in info_m.value_tokens
                 ]
+                info_m.weighty = sorted(t for t in present if w(t) > 0)
+                info_m.shaped = sorted(t for t in present if shape_floor(t) > 0)
             for (key, value), vt in zip(pairs, info_m.weighed, strict=True):
                 if not key or not vt or vt <= obtained:
                     continue
@@ -565,19 +689,17 @@ class FlowJudge(Judge):
             named = {pos for k in keyed.keys() & present for pos in keyed[k]}
             for pos in sorted(named, reverse=True):
                 i, info = sources[pos]
-                for fact in info.fields:
-                    if (
-                        fact.key[-1] in present
-                        and not fact.tokens <= obtained
-                        and _named_together(fact, seq, present, p.key_window)
-                    ):
+                for fact in info_m.named_in(info, p.key_window):
+                    if not fact.tokens <= obtained:
                         use(i, fact, m, "key", " ".join(fact.key))
             # 2. tokens, each from its latest source; fields and rows count every word, prose
             # only what is specific by its shape (ids, paths, numbers, amounts) or several rare
             # words together
             matched: dict[int, set[str]] = {}
-            for t in sorted(present - always - obtained):
-                if w(t) > 0 and (at := latest_of.get(t)) is not None:
+            for t in info_m.weighty:
+                if t in always or t in obtained:
+                    continue
+                if (at := latest_of.get(t)) is not None:
                     matched.setdefault(at, set()).add(t)
             for pos, got in sorted(matched.items()):
                 i, info = sources[pos]
@@ -624,8 +746,8 @@ class FlowJudge(Judge):
             # 3. a short output the future repeats whole (a number it reasons from), even
             # where the task states it too; 4. an error line about something the future acts
             # on (a file, an id), unless a later message (a retry that worked) mentions it since
-            for t in sorted(present - obtained):
-                if shape_floor(t) == 0 or (at := latest_of.get(t)) is None:
+            for t in info_m.shaped:
+                if t in obtained or (at := latest_of.get(t)) is None:
                     continue
                 i, info = sources[at]
                 for fact in info.with_token(t):
@@ -643,15 +765,15 @@ class FlowJudge(Judge):
                             use(i, fact, m, "whole", ", ".join(sorted(weighed)))
             # 5. spans copied verbatim (code into an edit, a quote), from their latest source,
             # unless the future obtained them again before (its runs that some source holds,
-            # intersected with each obtained message's: set operations, not a test per run)
-            held = info_m.gram_set & latest_gram.keys()
-            again = set().union(*(got & held for got in obtained_grams)) if held else set()
-
-            def copied_from(g: str, again: Set[str] = again) -> int | None:
-                at = latest_gram.get(g)
-                return None if at is None or g in again else at
-
-            for pos, span in copied_runs(info_m.said, copied_from, found=info_m.said_grams):
+            # intersected with each obtained message's: set operations, not a test per run;
+            # and each run's source found by a ``dict.get``, or none looked for where it
+            # copies nothing)
+            held = info_m.held_in(found)
+            if held:
+                held = held.difference(*info_m.shared_since(cut, obtained_grams))
+            at = info_m.gram_at() if held else {}
+            hits = sorted((j, latest_gram[g]) for g in held for j in at[g])
+            for pos, span in copied_runs(info_m.said, hits):
                 i, info = sources[pos]
                 if len(squash(span)) < p.min_copy or squash(span) in always_sq:
                     continue
@@ -737,13 +859,17 @@ def _present(fact: Fact, at_source: str, written: str, view: str) -> bool:
     )
 
 
-def _named_together(fact: Fact, seq: list[str], present: Set[str], window: int) -> bool:
+def _named_together(fact: Fact, said: _Said, window: int) -> bool:
     """The future names the field's key and its value within ``window`` tokens of each other."""
-    if not set(fact.key) <= present or not fact.tokens <= present:
+    if not said.present.issuperset(fact.key) or not fact.tokens <= said.present:
         return False
-    key_at = [i for i, t in enumerate(seq) if t == fact.key[-1]]
-    value_at = [i for i, t in enumerate(seq) if t in fact.tokens]
-    return any(abs(i - j) <= window for i in key_at for j in value_at)
+    at = said.token_at()
+    value_at = sorted(j for t in fact.tokens for j in at[t])
+    for i in at[fact.key[-1]]:  # the value nearest at or after i - window, within window of i
+        k = bisect.bisect_left(value_at, i - window)
+        if k < len(value_at) and value_at[k] <= i + window:
+            return True
+    return False
 
 
 _LOCATOR_KEY = re.compile(r"\b(id|ids|number|code|path|file|url|uri|email|handle|key|name)\b")

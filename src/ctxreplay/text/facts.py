@@ -23,6 +23,7 @@ import itertools
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -259,16 +260,16 @@ def raw_document_frequency(
 ) -> tuple[dict[str, int], int]:
     """In how many sessions each token occurs, all tokens (partial counts of a corpus add up:
     ``document_frequency`` is these counts, summed and filtered)."""
-    df: dict[str, int] = {}
+    df: Counter[str] = Counter()
     n = 0
     for texts in session_texts:
         n += 1
         raw: set[str] = set()
         for text in texts:
             raw.update(_TOKEN.findall(normalise(text)))
-        # the session's tokens are the raw tokens of its texts, each expanded once
-        for t in _expand(raw):
-            df[t] = df.get(t, 0) + 1
+        # the session's tokens are the raw tokens of its texts, each expanded once (counted
+        # by ``Counter.update``, a loop in C: a corpus has millions of them)
+        df.update(_expand(raw))
     return df, n
 
 
@@ -647,20 +648,22 @@ def grams(words: Sequence[str], n: int = GRAM) -> list[str]:
 
 
 def copied_runs(
-    words: Sequence[str],
-    source_of: Callable[[str], int | None],
-    n: int = GRAM,
-    found: Sequence[str] | None = None,
+    words: Sequence[str], hits: Iterable[tuple[int, int]], n: int = GRAM
 ) -> list[tuple[int, str]]:
     """Maximal runs of ``words`` (a future message) whose every ``n``-gram comes from one earlier
-    source: (that source, the copied text). ``found``: ``grams(words, n)``, when the caller
-    has them already."""
+    source: (that source, the copied text). ``hits``: (position, source) of each gram of
+    ``grams(words, n)`` that comes from a source, by position; the others come from none.
+    Only the hits are looked at: a message of thousands of words copying a few lines costs a
+    step per copied gram, not one per word."""
     runs: list[tuple[int, str]] = []
-    start, current = -1, None
-    sources = [source_of(g) for g in (grams(words, n) if found is None else found)]
-    for j, src in enumerate([*sources, None]):
-        if src != current or src is None:
+    start = last = -2
+    current: int | None = None
+    for j, src in hits:
+        if j != last + 1 or src != current:
             if current is not None:
-                runs.append((current, " ".join(words[start : j - 1 + n])))
+                runs.append((current, " ".join(words[start : last + n])))
             start, current = j, src
+        last = j
+    if current is not None:
+        runs.append((current, " ".join(words[start : last + n])))
     return runs
