@@ -501,6 +501,8 @@ class FlowJudge(Judge):
         self._sources: _Sources = _Sources()
         #: the tokens of a fact that weigh anything
         self._weighed: ByObject[Fact, Set[str]] = ByObject()
+        #: the facts a source's tokens make used (``_taken``), by the source's id and the tokens
+        self._taken_of: dict[tuple[int, frozenset[str]], list[tuple[Fact, str]]] = {}
 
     # --- corpus-level weights ---------------------------------------------------------------
     def corpus_state(self, corpus: Any) -> dict[str, Any]:
@@ -526,6 +528,7 @@ class FlowJudge(Judge):
             self._always_one = ByObject()
             self._sources = _Sources()
             self._weighed = ByObject()
+            self._taken_of = {}
         uses = self._uses(item.prefix, item.index, item.future)
         self._case = (item.case_id, uses)
         return uses
@@ -617,6 +620,57 @@ class FlowJudge(Judge):
     def _told(self, m: Message) -> _Told | _Said:
         return self._future.get(m, lambda m: _Said.of(m) if m.role == "assistant" else _Told.of(m))
 
+    def _taken(self, info: _Message, got: set[str]) -> list[tuple[Fact, str]]:
+        """The facts of a source that the tokens a future message takes from it make used,
+        with the tokens that do (step 2 of ``_uses``). A pure function of the two: found once
+        per session for each, as the session's cases and messages take the same tokens from the
+        same sources again and again."""
+        key = (id(info), frozenset(got))  # (the sources live as long as the session's memo)
+        found = self._taken_of.get(key)
+        if found is not None:
+            return found
+        p = self.params
+        w = self.weights
+        taken: list[tuple[Fact, str]] = []
+        candidates = dict.fromkeys(f for t in sorted(got) for f in info.with_token(t))
+        # of the rows of one result, those the future picks or compares: the rows it
+        # names about as much as the one it names most
+        row_scores = {f: sum(w(t) for t in f.tokens & got) for f in candidates if f.kind == "row"}
+        best_row = max(row_scores.values(), default=0.0)
+        for fact in candidates:
+            hit: Set[str] = fact.tokens & got
+            row = fact if fact.kind == "row" else fact.row
+            if row is not None and row_scores.get(row, best_row) < p.row_share * best_row:
+                continue  # a row passed over, and its fields with it
+            if fact.kind in ("field", "row"):
+                enough = p.threshold
+            else:
+                specific = {t for t in hit if shape_floor(t) > 0}
+                words = hit - specific
+                # a name that runs through many lines of a listing does not single
+                # out one of them: it takes a second specific token there
+                distinct = {
+                    t for t in specific if not any(o != t and o.endswith(t) for o in specific)
+                }
+                singles = len(distinct) >= 2 or any(
+                    len(info.with_token(t)) <= p.max_lines for t in distinct
+                )
+                if (
+                    specific
+                    and sum(w(t) for t in specific)
+                    >= (p.error_threshold if fact.kind == "sentence" else p.threshold)
+                    and (fact.kind != "line" or singles)
+                ):
+                    hit, enough = specific, 0.0
+                elif len(words) >= p.prose_words:
+                    hit, enough = words, p.prose_threshold
+                else:
+                    continue
+            if sum(w(t) for t in hit) >= enough:
+                taken.append((fact, ", ".join(sorted(hit))))
+        self._taken_of[key] = taken
+        return taken
+
     def _uses(
         self, prefix: Sequence[Message], index: ObjectIndex, future: Sequence[Message]
     ) -> list[Use]:
@@ -703,46 +757,8 @@ class FlowJudge(Judge):
                     matched.setdefault(at, set()).add(t)
             for pos, got in sorted(matched.items()):
                 i, info = sources[pos]
-                candidates = dict.fromkeys(f for t in sorted(got) for f in info.with_token(t))
-                # of the rows of one result, those the future picks or compares: the rows it
-                # names about as much as the one it names most
-                row_scores = {
-                    f: sum(w(t) for t in f.tokens & got) for f in candidates if f.kind == "row"
-                }
-                best_row = max(row_scores.values(), default=0.0)
-                for fact in candidates:
-                    hit: Set[str] = fact.tokens & got
-                    row = fact if fact.kind == "row" else fact.row
-                    if row is not None and row_scores.get(row, best_row) < p.row_share * best_row:
-                        continue  # a row passed over, and its fields with it
-                    if fact.kind in ("field", "row"):
-                        enough = p.threshold
-                    else:
-                        specific = {t for t in hit if shape_floor(t) > 0}
-                        words = hit - specific
-                        # a name that runs through many lines of a listing does not single
-                        # out one of them: it takes a second specific token there
-                        distinct = {
-                            t
-                            for t in specific
-                            if not any(o != t and o.endswith(t) for o in specific)
-                        }
-                        singles = len(distinct) >= 2 or any(
-                            len(info.with_token(t)) <= p.max_lines for t in distinct
-                        )
-                        if (
-                            specific
-                            and sum(w(t) for t in specific)
-                            >= (p.error_threshold if fact.kind == "sentence" else p.threshold)
-                            and (fact.kind != "line" or singles)
-                        ):
-                            hit, enough = specific, 0.0
-                        elif len(words) >= p.prose_words:
-                            hit, enough = words, p.prose_threshold
-                        else:
-                            continue
-                    if sum(w(t) for t in hit) >= enough:
-                        use(i, fact, m, "tokens", ", ".join(sorted(hit)))
+                for fact, evidence in self._taken(info, got):
+                    use(i, fact, m, "tokens", evidence)
             # 3. a short output the future repeats whole (a number it reasons from), even
             # where the task states it too; 4. an error line about something the future acts
             # on (a file, an id), unless a later message (a retry that worked) mentions it since
