@@ -328,8 +328,8 @@ def test_a_key_is_named_near_its_value_as_a_scan_of_every_pair_finds() -> None:
 
 def test_a_source_put_after_later_ones_holds_only_what_none_later_holds() -> None:
     """A protected turn put among the sources after later ones were (``_Sources.put``): the
-    latest holder of each token stays the latest, and the positions with a key, a rule, the
-    agent's own stay in order."""
+    latest holder of each token stays the latest, the positions with a key, a rule, the
+    agent's own stay in order, and what a future message reads is added to what it finds held."""
     from ctxreplay.judges.flow import _PROTECTED, _Message, _Sources
     from ctxreplay.text.facts import Fact
 
@@ -343,6 +343,8 @@ def test_a_source_put_after_later_ones_holds_only_what_none_later_holds() -> Non
     found = _Sources()
     for _ in range(4):
         found.sources.append((len(found.sources), _PROTECTED))
+    held: set[str] = set()  # a future message's runs some source holds: it reads a, e and z
+    found.readers = {"a": [held], "e": [held], "z": [held]}
     found.put(0, message("user", "a b", key="id", rule=True))
     found.put(2, message("assistant", "b c", key="id"))
     found.put(3, message("user", "c d", rule=True))
@@ -350,4 +352,4 @@ def test_a_source_put_after_later_ones_holds_only_what_none_later_holds() -> Non
     assert found.latest_of == {"a": 1, "b": 2, "c": 3, "d": 3, "e": 1}
     assert found.latest_gram == found.latest_of  # (its word runs are its tokens here)
     assert found.keyed == {"id": [0, 1, 2]} and found.ruled == [0, 1, 3]
-    assert found.agents == [2] and found.order == [0, 2, 3, 1]
+    assert found.agents == [2] and held == {"a", "e"}

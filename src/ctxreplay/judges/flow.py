@@ -291,24 +291,22 @@ class _Said:
     #: the fields of each source it names by key and value together, by the source's id: the
     #: same in every case whose prefix holds the source (the sources live as long as it)
     _named: dict[int, list[Fact]] = field(default_factory=dict)
-    #: its word runs the sources hold: (which sources, how many of their puts, the runs)
-    _held: tuple[int, int, set[str]] | None = None
+    #: its word runs the sources hold: (which sources, the runs)
+    _held: tuple[int, set[str]] | None = None
     #: its word runs shared with each message a future obtained before it, from the earliest
     #: future looked into: (where that future starts, [(seq, the runs shared)], none empty)
     _shared: tuple[int, list[tuple[int, Set[str]]]] | None = None
 
     def held_in(self, found: _Sources) -> set[str]:
-        """Its word runs that some source holds (not to be changed): those of the session's
-        sources are added to as they grow from case to case, not found again."""
-        last = self._held
-        if last is None or last[0] != found.serial:
-            held = self.gram_set & found.latest_gram.keys()
-        else:
-            held = last[2]
-            for pos in found.order[last[1] :]:
-                held |= self.gram_set & found.sources[pos][1].grams
-        self._held = (found.serial, len(found.order), held)
-        return held
+        """Its word runs that some source holds (not to be changed). Found once for the
+        session's sources, which then add to them what each source put later holds
+        (``_Sources.readers``): a future message is looked at by case after case, and in a long
+        session cut often, by a hundred cases (issue 15)."""
+        if self._held is None or self._held[0] != found.serial:
+            self._held = (found.serial, self.gram_set & found.latest_gram.keys())
+            for g in self.gram_set:
+                found.readers.setdefault(g, []).append(self._held[1])
+        return self._held[1]
 
     def shared_since(
         self, start: int, obtained: list[tuple[int, frozenset[str]]]
@@ -408,10 +406,10 @@ class _Sources:
     chosen: list[tuple[int, Message]] = field(default_factory=list)
     sources: list[tuple[int, _Message]] = field(default_factory=list)
     waiting: dict[int, Message] = field(default_factory=dict)  # position → protected message
-    #: the positions put, in the order they were (a future message's word runs that some
-    #: source holds are added to from where it last looked: ``_Said.held_in``), and which
-    #: sources these are (a rebuilt one is others)
-    order: list[int] = field(default_factory=list)
+    #: the word runs of the future messages looked at (``_Said.held_in``) → the sets of their
+    #: runs that some source holds, to which a source put adds its own; and which sources these
+    #: are (a rebuilt one is others)
+    readers: dict[str, list[set[str]]] = field(default_factory=dict)
     serial: int = field(default_factory=itertools.count().__next__)
     latest_of: dict[str, int] = field(default_factory=dict)
     latest_gram: dict[str, int] = field(default_factory=dict)  # the same, of word runs
@@ -426,7 +424,9 @@ class _Sources:
         a later source holds them too."""
         i = self.sources[pos][0]
         self.sources[pos] = (i, info)
-        self.order.append(pos)
+        for g in info.grams & self.readers.keys() if self.readers else ():
+            for held in self.readers[g]:
+                held.add(g)
         if pos == len(self.sources) - 1:  # the newest source: it replaces every holder
             self.latest_of.update(dict.fromkeys(info.tokens, pos))
             self.latest_gram.update(dict.fromkeys(info.grams, pos))
