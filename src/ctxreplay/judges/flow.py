@@ -20,7 +20,10 @@ For each future agent message:
    needed it, filed in the six-category taxonomy.
 
 The analysis of a case does not depend on the policy, so it is done once per case and each view
-costs only the lookups of its used facts.
+costs only the lookups of its used facts. A session's cases share its messages, so what each
+message holds, says and shares with another is found once per session: a case extends the
+previous case's sources, and looks up only what the sources it adds change (a long session cut
+every few messages has a hundred cases whose futures hold the same messages).
 """
 
 from __future__ import annotations
@@ -695,8 +698,9 @@ class FlowJudge(Judge):
                     uses[key] = Use(f, i, obj.id if obj else None, m.seq, how, evidence)
 
         obtained: set[str] = set()
-        # the word runs of what the future obtained, one set per message: looked into only for
-        # a run some source holds, never merged (they are large, and differ from case to case)
+        # the word runs of what the future obtained, one set per message with its seq: what a
+        # message of the future shares with each is found once (``_Said.shared_since``), never
+        # merged (they are large, and differ from case to case)
         obtained_grams: list[tuple[int, frozenset[str]]] = []  # (seq, word runs)
         cut = future[0].seq if future else 0
         for m in future:
