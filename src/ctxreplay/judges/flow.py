@@ -306,7 +306,7 @@ class _Said:
         (``_Sources.readers``): a future message is looked at by case after case, and in a long
         session cut often, by a hundred cases (issue 15)."""
         if self._held is None or self._held[0] != found.serial:
-            self._held = (found.serial, self.gram_set & found.latest_gram.keys())
+            self._held = (found.serial, found.latest_gram.keys() & self.gram_set)
             for g in self.gram_set:
                 found.readers.setdefault(g, []).append(self._held[1])
         return self._held[1]
@@ -319,7 +319,9 @@ class _Said:
         obtains a tail of the same messages, so what each shares is found once, from the
         earliest future, and read from there."""
         if self._shared is None or self._shared[0] > start:
-            found = [(seq, both) for seq, grams in obtained if (both := self.gram_set & grams)]
+            found: list[tuple[int, Set[str]]] = [
+                (seq, both) for seq, grams in obtained if (both := self.gram_set & grams)
+            ]
             self._shared = (start, found)
         return [both for seq, both in self._shared[1] if seq >= start]
 
@@ -791,8 +793,8 @@ class FlowJudge(Judge):
             held = info_m.held_in(found)
             if held:
                 held = held.difference(*info_m.shared_since(cut, obtained_grams))
-            at = info_m.gram_at() if held else {}
-            hits = sorted((j, latest_gram[g]) for g in held for j in at[g])
+            places = info_m.gram_at() if held else {}
+            hits = sorted((j, latest_gram[g]) for g in held for j in places[g])
             for pos, span in copied_runs(info_m.said, hits):
                 i, info = sources[pos]
                 if len(squash(span)) < p.min_copy or squash(span) in always_sq:
