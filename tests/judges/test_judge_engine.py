@@ -120,3 +120,38 @@ def test_the_chunk_plan_holds_whole_sessions_every_pair_once(
         assert set(plan.pair_keys().iter_rows()) == set(pairs)
     one, _, _ = plan_work(Run(tmp_path / "run"), "flow", chunk_cases=100_000)
     assert len(one) == 1
+
+
+def test_chunks_are_handed_out_most_work_first(
+    synth_corpus, synth_cases, tmp_path, monkeypatch
+) -> None:
+    """Worker processes take the chunks whose pairs read the most messages (prefix and future)
+    first, so a long session is not judged alone at the end; where the cases do not say their
+    sizes, the plan's order is kept."""
+    from ctxreplay.engines.judge import ChunkPlan, plan_work
+    from ctxreplay.runs import Run
+
+    run_replay(synth_corpus, synth_cases, ["noop", "tool-prune"], tmp_path / "run", progress=False)
+    plan, _, _ = plan_work(Run(tmp_path / "run"), "flow", chunk_cases=3)
+    work = []
+    for chunk in plan:
+        size = {
+            c["case_id"]: c["prefix_messages"] + c["future_messages"]
+            for w in chunk.works
+            for c in w.cases
+        }
+        work.append(sum(size[case_id] for w in chunk.works for case_id, _, _ in w.pairs))
+    assert len(set(work)) > 3  # chunks of different sizes: the order says something
+    order = plan.most_work_first()
+    assert sorted(order) == list(range(len(plan)))
+    assert [work[i] for i in order] == sorted(work, reverse=True)
+    assert order != list(range(len(plan)))  # not the plan's own order here
+    unsized = ChunkPlan(plan._todo, plan._cases.drop("future_messages"), plan._bounds)
+    assert unsized.most_work_first() == list(range(len(plan)))
+    asked: list[int] = []  # and the worker processes are handed them in that order
+    ordered = ChunkPlan.most_work_first
+    monkeypatch.setattr(
+        ChunkPlan, "most_work_first", lambda self: asked.append(len(self)) or ordered(self)
+    )
+    assert run_judge(tmp_path / "run", "flow", progress=False, workers=2, chunk_cases=3).judged
+    assert asked == [len(plan)]

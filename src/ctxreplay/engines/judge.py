@@ -579,6 +579,26 @@ class ChunkPlan(Sequence[Chunk]):
             parts.setdefault(policy, set()).add(part)
         return Chunk(list(works.values()), {k: sorted(v) for k, v in parts.items()})
 
+    def most_work_first(self) -> list[int]:
+        """The chunks' indexes, the most work first: the messages the judge reads for each of a
+        chunk's pairs (its prefix and its future, ``prefix_messages`` + ``future_messages``).
+        A chunk holds whole sessions, and a long session cut often is the most work of a run:
+        handed out last, it would be judged alone while the other workers idle (the longest
+        processing time first, as a scheduler of jobs on machines does). In plan order where
+        the cases do not say their sizes."""
+        cases = self._cases
+        if not {"prefix_messages", "future_messages"} <= set(cases.columns):
+            return list(range(len(self)))
+        looked = cases.select(pl.col("prefix_messages") + pl.col("future_messages"))
+        per_case = looked.to_series().cast(pl.Float64).cum_sum().to_list()
+
+        def work(bounds: tuple[int, int, int, int]) -> float:
+            a, b, c, d = bounds
+            messages = per_case[d - 1] - (per_case[c - 1] if c else 0.0)
+            return messages * (b - a) / max(1, d - c)  # (the pairs of its cases, as many each)
+
+        return sorted(range(len(self)), key=lambda i: -work(self._bounds[i]))
+
     @property
     def pairs(self) -> int:
         """How many (case, policy) pairs the chunks hold in all."""
@@ -751,7 +771,12 @@ def _run_processes(
             max_workers=workers, initializer=_start_worker, initargs=(spec, state)
         ) as pool:
             running: set[Future[list[dict[str, Any]]]] = set()
-            for chunk in chunks:
+            order = (
+                chunks.most_work_first()
+                if isinstance(chunks, ChunkPlan)
+                else list(range(len(chunks)))
+            )
+            for chunk in (chunks[i] for i in order):
                 if len(running) >= 2 * workers:
                     finished, running = wait(running, return_when=FIRST_COMPLETED)
                     for fut in finished:
