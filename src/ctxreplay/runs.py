@@ -566,13 +566,17 @@ def verdict_judges(run_path: str | os.PathLike[str]) -> pl.DataFrame:
 
 
 def judge_verdicts(
-    run_path: str | os.PathLike[str], judge: str | None, error: type[Exception] = ValueError
+    run_path: str | os.PathLike[str],
+    judge: str | None,
+    error: type[Exception] = ValueError,
+    names: pl.DataFrame | None = None,
 ) -> tuple[str | None, pl.DataFrame]:
     """The label ``judge`` means in a run (``judge_label``) and that label's verdicts, as
     ``read_verdicts`` gives them; (None, no rows) when the run has no verdicts. The label is
-    found from the judges' names alone and the verdicts are filtered while scanning: the other
-    judges' verdicts are never held."""
-    label = judge_label(verdict_judges(run_path), judge, error)
+    found from the judges' names alone (``names``: ``verdict_judges``, when the caller has
+    read them) and the verdicts are filtered while scanning: the other judges' verdicts are
+    never held."""
+    label = judge_label(verdict_judges(run_path) if names is None else names, judge, error)
     if label is None:
         return None, _no_verdicts()
     return label, read_verdicts(run_path, label).filter(pl.col("judge") == label)

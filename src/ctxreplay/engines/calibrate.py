@@ -389,7 +389,7 @@ def judged_by(run_path: str | os.PathLike[str], judge: str) -> tuple[str, pl.Dat
             f"no verdicts from judge {judge!r} in {run_path}; "
             f"run: ctxreplay judge {run_path} --judge {judge}"
         )
-    label, verdicts = judge_verdicts(run_path, judge)
+    label, verdicts = judge_verdicts(run_path, judge, names=names)
     assert label is not None
     return label, verdicts
 

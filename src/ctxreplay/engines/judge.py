@@ -757,7 +757,7 @@ def retryable_pairs(run_path: Path, judge_label: str) -> pl.DataFrame:
 def _run_processes(
     run: Run,
     judge: Judge,
-    chunks: Sequence[Chunk],
+    chunks: ChunkPlan,
     record: Callable[[Iterable[dict[str, Any]]], None],
     workers: int,
 ) -> None:
@@ -771,12 +771,7 @@ def _run_processes(
             max_workers=workers, initializer=_start_worker, initargs=(spec, state)
         ) as pool:
             running: set[Future[list[dict[str, Any]]]] = set()
-            order = (
-                chunks.most_work_first()
-                if isinstance(chunks, ChunkPlan)
-                else list(range(len(chunks)))
-            )
-            for chunk in (chunks[i] for i in order):
+            for chunk in (chunks[i] for i in chunks.most_work_first()):
                 if len(running) >= 2 * workers:
                     finished, running = wait(running, return_when=FIRST_COMPLETED)
                     for fut in finished:
