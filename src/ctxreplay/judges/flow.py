@@ -148,9 +148,10 @@ class _Told:
         """(Not the agent's: what it tells is what it renders.)"""
         text = rendered(m)
         parts = _indexes(m) if len(m.parts) == 1 else []  # one part: its text is what renders
+        runs = frozenset(grams(pieces(text)))
         if parts and isinstance(parts[0], LineIndex):
-            return cls(parts[0].tokens(), frozenset(grams(pieces(text))), parts)
-        return cls(token_set(text), frozenset(grams(pieces(text))), parts or None)
+            return cls(parts[0].tokens(), runs, parts)
+        return cls(token_set(text), runs, parts or None)
 
 
 #: tokens looked up in a message by a pass over its facts before they are indexed
@@ -283,22 +284,31 @@ class _Said:
     text: str  # what rules are looked for in
     phrases: dict[str, str | None]  # rule → the key phrase of it this message repeats
     #: the tokens of each pair's value that weigh anything, and of ``present`` those that weigh
-    #: anything and those specific by their shape, in order (the judge's weights, found once)
-    weighed: list[frozenset[str]] | None = None
+    #: anything and those specific by their shape, in order (``weigh``)
+    weighed: list[frozenset[str]] = field(default_factory=list)
     weighty: list[str] = field(default_factory=list)
     shaped: list[str] = field(default_factory=list)
+    _weighed_by: Weights | None = None
     #: where each token is in ``seq``, and each word run in ``said_grams`` (``_places``), when
     #: first looked for: a key named near its value, a run copied
     _token_at: dict[str, list[int]] | None = None
     _gram_at: dict[str, list[int]] | None = None
     #: the fields of each source it names by key and value together, by the source's id: the
     #: same in every case whose prefix holds the source (the sources live as long as it)
-    _named: dict[int, list[Fact]] = field(default_factory=dict)
+    _named: ByObject[_Message, list[Fact]] = field(default_factory=ByObject)
     #: its word runs the sources hold: (which sources, the runs)
     _held: tuple[int, set[str]] | None = None
     #: its word runs shared with each message a future obtained before it, from the earliest
     #: future looked into: (where that future starts, [(seq, the runs shared)], none empty)
     _shared: tuple[int, list[tuple[int, Set[str]]]] | None = None
+
+    def weigh(self, w: Weights) -> None:
+        """What of it weighs anything by the judge's weights: found once, not once per case."""
+        if self._weighed_by is not w:
+            self._weighed_by = w
+            self.weighed = [frozenset(t for t in vt if w(t) > 0) for vt in self.value_tokens]
+            self.weighty = sorted(t for t in self.present if w(t) > 0)
+            self.shaped = sorted(t for t in self.present if shape_floor(t) > 0)
 
     def held_in(self, found: _Sources) -> set[str]:
         """Its word runs that some source holds (not to be changed). Found once for the
@@ -327,12 +337,10 @@ class _Said:
 
     def named_in(self, source: _Message, window: int) -> list[Fact]:
         """The fields of ``source`` this message names by key and value together."""
-        found = self._named.get(id(source))
-        if found is None:
-            found = self._named[id(source)] = [
-                f for f in source.named(self.present) if _named_together(f, self, window)
-            ]
-        return found
+        return self._named.get(
+            source,
+            lambda s: [f for f in s.named(self.present) if _named_together(f, self, window)],
+        )
 
     def token_at(self) -> dict[str, list[int]]:
         if self._token_at is None:
@@ -507,7 +515,8 @@ class FlowJudge(Judge):
         #: the tokens of a fact that weigh anything
         self._weighed: ByObject[Fact, Set[str]] = ByObject()
         #: the facts a source's tokens make used (``_taken``), by the source's id and the tokens
-        self._taken_of: dict[tuple[int, frozenset[str]], list[tuple[Fact, str]]] = {}
+        self._taken_of: ByObject[_Message, dict[frozenset[str], list[tuple[Fact, str]]]]
+        self._taken_of = ByObject()
 
     # --- corpus-level weights ---------------------------------------------------------------
     def corpus_state(self, corpus: Any) -> dict[str, Any]:
@@ -533,7 +542,7 @@ class FlowJudge(Judge):
             self._always_one = ByObject()
             self._sources = _Sources()
             self._weighed = ByObject()
-            self._taken_of = {}
+            self._taken_of = ByObject()
         uses = self._uses(item.prefix, item.index, item.future)
         self._case = (item.case_id, uses)
         return uses
@@ -630,8 +639,9 @@ class FlowJudge(Judge):
         with the tokens that do (step 2 of ``_uses``). A pure function of the two: found once
         per session for each, as the session's cases and messages take the same tokens from the
         same sources again and again."""
-        key = (id(info), frozenset(got))  # (the sources live as long as the session's memo)
-        found = self._taken_of.get(key)
+        memo = self._taken_of.get(info, lambda _: {})
+        key = frozenset(got)
+        found = memo.get(key)
         if found is not None:
             return found
         p = self.params
@@ -673,7 +683,7 @@ class FlowJudge(Judge):
                     continue
             if sum(w(t) for t in hit) >= enough:
                 taken.append((fact, ", ".join(sorted(hit))))
-        self._taken_of[key] = taken
+        memo[key] = taken
         return taken
 
     def _uses(
@@ -715,13 +725,7 @@ class FlowJudge(Judge):
             # 1. a field named by key and value (a call argument, a ``Key: value`` line): the
             # record that defines the entity (``line_id: L1002``), passing over incidental
             # mentions, unless an error about it came since
-            if info_m.weighed is None:
-                info_m.weighed = [
-                    frozenset(t for t in value_tokens if w(t) > 0)
-                    for value_tokens in info_m.value_tokens
-                ]
-                info_m.weighty = sorted(t for t in present if w(t) > 0)
-                info_m.shaped = sorted(t for t in present if shape_floor(t) > 0)
+            info_m.weigh(w)
             for (key, value), vt in zip(pairs, info_m.weighed, strict=True):
                 if not key or not vt or vt <= obtained:
                     continue
