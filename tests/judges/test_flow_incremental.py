@@ -142,3 +142,35 @@ def test_what_is_always_in_view_follows_the_protected_turn() -> None:
     assert first[0] == MESSAGES[0].parts[0].content + "\n" + MESSAGES[1].parts[0].content
     assert "t-88412" in first[1] and "restart" in first[1] and "restart" not in later[1]
     assert first[2] == "".join(first[0].split())
+
+
+def test_a_session_begun_with_its_inputs_gives_what_fresh_judges_give() -> None:
+    """Begun with every input of the session (``begin_session``), the judge keeps of what each
+    message reads only the word runs that an agent message of the futures holds, and finds the
+    same uses as a judge that keeps them all."""
+    for name, order in ORDERS.items():
+        items = [case(cut, start) for cut, start in order]
+        begun = FlowJudge()
+        begun.begin_session(items)
+        for item in items:
+            assert as_tuples(begun, item) == as_tuples(FlowJudge(), item), (name, item.case_id)
+    begun = FlowJudge()
+    begun.begin_session([case(14), case(19)])
+    assert copies(begun, case(14)) == set() and copies(begun, case(19)) == {18}
+    whole = FlowJudge()
+    whole.uses(case(19))
+    kept, every = begun._sources.latest_gram, whole._sources.latest_gram
+    assert kept.keys() <= begun._copiable and kept == {g: every[g] for g in kept}
+    assert 0 < len(kept) < len(every) / 4  # the runs no agent message holds are not kept
+
+
+def test_an_input_its_session_was_not_begun_with_is_judged_in_full() -> None:
+    """Begun with a case whose future ends before the edit at 19, the judge is then asked for
+    the case cut at 19: its edit's word runs were not among those kept, so the session's
+    messages are read again in full, and the copy is found as a fresh judge finds it."""
+    short = replace(case(14), future=MESSAGES[14:17], case_id="short")
+    judge = FlowJudge()
+    judge.begin_session([short])
+    assert as_tuples(judge, short) == as_tuples(FlowJudge(), short)
+    assert copies(judge, case(19)) == copies(FlowJudge(), case(19)) == {18}
+    assert judge._copiable is None

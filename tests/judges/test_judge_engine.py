@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
+import pytest
 from click.testing import CliRunner
 
 from ctxreplay.cli import main
 from ctxreplay.engines.judge import run_judge
 from ctxreplay.engines.replay import run_replay
 from ctxreplay.runs import read_verdicts
+
+from fake_openai import FakeOpenAI, Reply, chat_body
 
 POLICIES = ["noop", "oldest-turn", "tool-prune", "hybrid:summarize_after=4,keep_recent=2"]
 
@@ -155,3 +160,50 @@ def test_chunks_are_handed_out_most_work_first(
     )
     assert run_judge(tmp_path / "run", "flow", progress=False, workers=2, chunk_cases=3).judged
     assert asked == [len(plan)]
+
+
+@pytest.mark.usefixtures("fresh_endpoints")
+@pytest.mark.parametrize("name", ["flow", "llm"])  # worker processes' engine, model calls' one
+def test_each_session_is_begun_with_all_its_inputs_before_they_are_judged(
+    name, synth_corpus, synth_cases, tmp_path, monkeypatch
+) -> None:
+    """``Judge.begin_session`` is handed every input of one session, once, before any of them
+    is judged (the flow judge finds there which word runs its futures copy)."""
+    from ctxreplay.engines import judge as engine
+    from ctxreplay.judges.base import Judge
+    from ctxreplay.judges.flow import FlowJudge
+
+    begun: list[list[tuple[str, str, str]]] = []  # the pairs of each session begun
+    judged: list[tuple[int, tuple[str, str, str]]] = []  # each pair, after how many begun
+
+    def pair(item) -> tuple[str, str, str]:
+        return item.session_id, item.case_id, item.policy
+
+    def recorded(begin):
+        return lambda j, items: begun.append([*map(pair, items)]) or begin(j, items)
+
+    for cls in (Judge, FlowJudge):  # the base's, and the flow judge's own
+        monkeypatch.setattr(cls, "begin_session", recorded(cls.begin_session))
+    judge_one = engine.judge_one
+    monkeypatch.setattr(
+        engine,
+        "judge_one",
+        lambda j, item, problem: (
+            judged.append((len(begun), pair(item))) or judge_one(j, item, problem)
+        ),
+    )
+    run = tmp_path / "run"
+    run_replay(synth_corpus, synth_cases, ["noop", "tool-prune"], run, workers=1, progress=False)
+    good = json.dumps({"facts": [], "verdict": "no_impact", "explanation": "nothing lost"})
+    with FakeOpenAI(default=Reply(body=chat_body(good))) as server:
+        overrides = {"base_url": server.base_url, "model": "fake"} if name == "llm" else None
+        done = run_judge(run, name, overrides=overrides, workers=1, progress=False)
+    verdicts = read_verdicts(run, name)
+    assert done.judged == verdicts.height == len(judged) > 0
+    sessions = [pairs[0][0] for pairs in begun]
+    assert len(sessions) == len(set(sessions)) == verdicts["session_id"].n_unique() > 1
+    for pairs in begun:  # all the session's pairs, and only its own
+        mine = verdicts.filter(pl.col("session_id") == pairs[0][0])
+        assert sorted(pairs) == sorted(mine.select("session_id", "case_id", "policy").rows())
+    for after, judged_pair in judged:  # each judged after its own session was begun, last
+        assert judged_pair in begun[after - 1]

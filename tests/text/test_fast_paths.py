@@ -416,3 +416,27 @@ def test_copied_runs_from_their_hits_are_the_runs_of_every_gram() -> None:
         assert facts.copied_runs(words, hits, n) == want, (words, n)
         checked += bool(want)
     assert checked > 300  # most cases copy something
+
+
+SPACES = ["\u00a0", "\u2003", "\u3000", "\x0b", "\x1c", "\u2028", "\u0301", "ٯ", "_", "\r\n"]
+
+
+def test_pieces_are_words_and_marks_as_the_plain_pattern_finds_them() -> None:
+    """``\\w+|\\S`` finds the pieces ``\\w+|[^\\w\\s]`` finds, whatever the spaces and marks."""
+    plain = re.compile(r"\w+|[^\w\s]")
+    texts = TEXTS + random_texts(SAMPLES, ALPHABET + SPACES, 2000, seed=25)
+    assert sum(any(s in t for s in SPACES[:6]) for t in texts) > 500  # Unicode spaces, often
+    for text in texts:
+        assert facts.pieces(text) == plain.findall(text), text
+
+
+def test_the_word_runs_kept_are_those_among_the_given() -> None:
+    rng = random.Random(25)
+    for _ in range(400):
+        words = [rng.choice("abcd.") for _ in range(rng.randrange(0, 30))]
+        n = rng.choice([1, 2, facts.GRAM])
+        every = frozenset(facts.grams(words, n))
+        among = frozenset({g for g in every if rng.random() < 0.3} | {"x y", "not a run"})
+        assert facts.gram_set(words, None, n) == every
+        assert facts.gram_set(words, among, n) == every & among
+        assert facts.gram_set(words, frozenset(), n) == frozenset()

@@ -416,12 +416,15 @@ def _judge_chunk(run_path: str, corpus_path: str, chunk: Chunk) -> list[dict[str
         judge.reads_token_counts,
         judge.reads_session_tools,
     )
+    rows: list[dict[str, Any]] = []
     with fewer_collections():
-        return [
-            verdict_row(run.name, item, judge, judge_one(judge, item, problem))
-            for items in inputs
-            for item, problem in items
-        ]
+        for items in inputs:
+            judge.begin_session([item for item, _ in items])
+            rows.extend(
+                verdict_row(run.name, item, judge, judge_one(judge, item, problem))
+                for item, problem in items
+            )
+    return rows
 
 
 @contextmanager
@@ -813,6 +816,7 @@ def _run_threaded(
     )
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         for items in sessions:
+            judge.begin_session([item for item, _ in items])
             futures = {
                 pool.submit(judge_one, judge, item, problem): item for item, problem in items
             }

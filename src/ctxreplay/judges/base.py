@@ -188,6 +188,12 @@ class Judge(Plugin, ABC):
     def judge(self, item: JudgeInput) -> Verdict:
         """The one method a plugin must write."""
 
+    def begin_session(self, items: Sequence[JudgeInput]) -> None:
+        """Every input of one session, before the engine judges them: a judge whose cases
+        share work may find what they need of each other once. It must judge an input alike
+        without this call, and one its session was begun without."""
+        return None
+
     def corpus_state(self, corpus: Any) -> Any:
         """Corpus-level knowledge a judge needs (computed once, in the main process)."""
         return None

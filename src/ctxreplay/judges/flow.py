@@ -23,7 +23,9 @@ The analysis of a case does not depend on the policy, so it is done once per cas
 costs only the lookups of its used facts. A session's cases share its messages, so what each
 message holds, says and shares with another is found once per session: a case extends the
 previous case's sources, and looks up only what the sources it adds change (a long session cut
-every few messages has a hundred cases whose futures hold the same messages).
+every few messages has a hundred cases whose futures hold the same messages). Begun with all
+the session's inputs (``begin_session``, as the engine does), it keeps of what each message
+reads only the word runs that the futures' agent messages hold: those alone can be copied.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from ..text.facts import (
     Weights,
     copied_runs,
     facts_of,
+    gram_set,
     grams,
     index_of,
     json_pairs,
@@ -138,17 +141,18 @@ class _Told:
     words): its tokens and word runs, computed once per session, not once per case."""
 
     tokens: frozenset[str]
-    grams: frozenset[str]
+    grams: frozenset[str]  # its word runs (those a future agent message holds, where known)
     #: its parts' facts (``_indexes``), found with its tokens where it is one text of lines
     #: (the text is normalised once for both), for when it is a prefix message in turn
     parts: list[list[Fact] | LineIndex] | None = None
 
     @classmethod
-    def of(cls, m: Message) -> _Told:
-        """(Not the agent's: what it tells is what it renders.)"""
+    def of(cls, m: Message, copiable: frozenset[str] | None = None) -> _Told:
+        """(Not the agent's: what it tells is what it renders.) ``copiable``: the only word
+        runs to keep, where known (``FlowJudge.begin_session``)."""
         text = rendered(m)
         parts = _indexes(m) if len(m.parts) == 1 else []  # one part: its text is what renders
-        runs = frozenset(grams(pieces(text)))
+        runs = gram_set(pieces(text), copiable)
         if parts and isinstance(parts[0], LineIndex):
             return cls(parts[0].tokens(), runs, parts)
         return cls(token_set(text), runs, parts or None)
@@ -169,7 +173,7 @@ class _Message:
     rules: list[Fact]  # standing instructions in the user's words
     tokens: frozenset[str]  # what it tells the agent
     text: str  # as the agent read it
-    grams: frozenset[str]  # word runs, where copies are looked for
+    grams: frozenset[str]  # word runs, where copies are looked for (as ``_Told.grams``)
     by_key: dict[str, list[int]]  # the last key word of each field → where its fields are
 
     #: the facts holding each token looked up so far (``with_token``), and all of them by token
@@ -211,12 +215,15 @@ class _Message:
         return [f for f in self.with_token(rarest) if tokens <= f.tokens]
 
     @classmethod
-    def of(cls, m: Message, heard: _Told | None = None) -> _Message:
+    def of(
+        cls, m: Message, heard: _Told | None = None, copiable: frozenset[str] | None = None
+    ) -> _Message:
         """``heard``: the message's ``_Told``, when it is not the agent's and has one already
-        (it was in the future of an earlier case): what it tells is what it renders."""
+        (it was in the future of an earlier case): what it tells is what it renders.
+        ``copiable``: as for ``_Told.of``."""
         text = rendered(m)
         if heard is None:
-            heard = _Told(token_set(told(m)), frozenset(grams(pieces(text))))
+            heard = _Told(token_set(told(m)), gram_set(pieces(text), copiable))
         parts = heard.parts if heard.parts is not None else _indexes(m)
         fields = [
             f
@@ -500,8 +507,16 @@ class FlowJudge(Judge):
         super().__init__(params)
         self.weights = Weights(common=self.params.common_fraction)
         self._case: tuple[str, list[Use]] | None = None
-        # what a message holds, tells or says does not change between the cases of a session
-        self._session = ""
+        self._start("")
+
+    def _start(self, session: str) -> None:
+        """Forget the last session's messages: what a message holds, tells or says does not
+        change between the cases of a session, and is found once for them all."""
+        self._session = session
+        #: the word runs of the agent messages of the session's futures (``begin_session``),
+        #: the only ones looked for in what it reads; None: every run, where they are unknown
+        self._copiable: frozenset[str] | None = None
+        self._copiers: dict[int, Message] = {}  # those agent messages, by id
         self._messages: ByObject[Message, _Message] = ByObject()
         self._future: ByObject[Message, _Told | _Said] = ByObject()
         self._squash: ByObject[Message, str] = ByObject()
@@ -532,17 +547,26 @@ class FlowJudge(Judge):
         )
 
     # --- what the future uses (once per case) ---------------------------------------------
+    def begin_session(self, items: Sequence[JudgeInput]) -> None:
+        """Copies are looked for only by the agent messages of the session's futures: what a
+        prefix or future message shares with them is all its word runs that matter, and a
+        set of those few is found instead of one of its thousands (issue 15)."""
+        if not items:
+            return
+        self._start(items[0].session_id)
+        copiers = {id(m): m for item in items for m in item.future if m.role == "assistant"}
+        said = [self._told(m) for m in copiers.values()]
+        self._copiable = frozenset().union(*(s.gram_set for s in said if isinstance(s, _Said)))
+        self._copiers = copiers
+
     def uses(self, item: JudgeInput) -> list[Use]:
         if self._case and self._case[0] == item.case_id:
             return self._case[1]
-        if self._session != item.session_id:
-            self._session = item.session_id
-            self._messages, self._future, self._squash = ByObject(), ByObject(), ByObject()
-            self._always_of = {}
-            self._always_one = ByObject()
-            self._sources = _Sources()
-            self._weighed = ByObject()
-            self._taken_of = ByObject()
+        if self._session != item.session_id or (
+            self._copiable is not None
+            and any(m.role == "assistant" and id(m) not in self._copiers for m in item.future)
+        ):  # a new session, or an input its session was not begun with: every run looked for
+            self._start(item.session_id)
         uses = self._uses(item.prefix, item.index, item.future)
         self._case = (item.case_id, uses)
         return uses
@@ -556,7 +580,7 @@ class FlowJudge(Judge):
             said = self._told(m)
             assert isinstance(said, _Told)
             heard = said
-        return _Message.of(m, heard)
+        return _Message.of(m, heard, self._copiable)
 
     def _always(self, messages: list[Message]) -> tuple[str, frozenset[str], str]:
         """The text, its tokens and its squashed form of what is always in view (a session's
@@ -632,7 +656,9 @@ class FlowJudge(Judge):
         return self._squash.get(m, lambda m: squash(rendered(m)))
 
     def _told(self, m: Message) -> _Told | _Said:
-        return self._future.get(m, lambda m: _Said.of(m) if m.role == "assistant" else _Told.of(m))
+        return self._future.get(
+            m, lambda m: _Said.of(m) if m.role == "assistant" else _Told.of(m, self._copiable)
+        )
 
     def _taken(self, info: _Message, got: set[str]) -> list[tuple[Fact, str]]:
         """The facts of a source that the tokens a future message takes from it make used,
