@@ -138,8 +138,8 @@ class AnchorJudge(Judge):
         self.common: frozenset[str] = frozenset()
         self._case_cache: tuple[str, list[Dependency], str, list[str]] | None = None
         # what a message reads as, uses and states does not change between the cases (and
-        # views) of a session: each is worked out once per session, keyed by the message
-        # object (its id, checked against the object itself)
+        # views) of a session: each is worked out once per session, by the message object
+        # (``ByObject``: by identity, the object held with its value)
         self._session = ""
         self._texts: ByObject[Message, str] = ByObject()
         self._bodies: ByObject[Message, str] = ByObject()
