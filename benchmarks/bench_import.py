@@ -16,11 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from _shared import CORPORA, require
+
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.store import Corpus
 from ctxreplay.datasets.tokenizer import get_tokenizer
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def bare_tokenisation(corpus: Corpus) -> tuple[float, int]:
@@ -63,11 +63,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
+    ap.add_argument("--corpora", type=Path, default=CORPORA)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    if not args.corpora.exists():
-        raise SystemExit(f"no corpora at {args.corpora}")
+    require(args.corpora)
     get_tokenizer()  # load the encoding outside the timed region
     folders = sorted(p for p in args.corpora.iterdir() if p.is_dir())
     print(

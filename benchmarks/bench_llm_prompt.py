@@ -17,7 +17,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _shared import CORPORA, require
 
 
 def measure(run_path: Path, budget: int) -> tuple[list[int], list[int], int]:
@@ -75,7 +75,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
+    ap.add_argument("--corpora", type=Path, default=CORPORA)
     ap.add_argument("--cases", type=int, default=60, help="cases per corpus (sampled, seed 0)")
     ap.add_argument(
         "--budget",
@@ -84,8 +84,7 @@ def main() -> None:
         help="the judge's max_prompt_tokens [default: its own default, and unbounded]",
     )
     args = ap.parse_args()
-    if not args.corpora.exists():
-        raise SystemExit(f"no corpora at {args.corpora}")
+    require(args.corpora)
     from ctxreplay.datasets.cases import cut_corpus
     from ctxreplay.datasets.ingest import import_paths
     from ctxreplay.datasets.store import Corpus

@@ -61,6 +61,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _shared import CORPORA
+
 from ctxreplay.datasets.importers import AmbiguousFormat, detect
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.store import Corpus
@@ -1616,7 +1618,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
+    ap.add_argument("--corpora", type=Path, default=CORPORA)
     ap.add_argument(
         "--per-kind", type=int, default=120, help="mutated records per importer and kind"
     )

@@ -18,17 +18,39 @@ from ctxreplay.datasets.validate import validate_session
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-CORPORA = Path(os.environ.get("CTXREPLAY_CORPORA", ROOT.parent / "shared" / "corpora"))
+#: the real public corpora; the labelled sets (gold-dev, gold-long) lie beside them, so one
+#: setting (``CTXREPLAY_CORPORA`` pointing nowhere) hides the whole shared folder
+_CORPORA = Path(os.environ.get("CTXREPLAY_CORPORA", ROOT.parent / "shared" / "corpora"))
+#: the test running now (set by conftest's ``pytest_runtest_setup``), so that ``shared_path``
+#: can refuse a test that reads the shared folder without the ``corpora`` marker
+current_test: pytest.Item | None = None
+
+
+def shared_missing() -> str | None:
+    """Why the shared folder cannot serve the tests marked ``corpora`` (None: it can)."""
+    if _CORPORA.is_dir():
+        return None
+    return f"real corpora not available at {_CORPORA} (set CTXREPLAY_CORPORA to run this test)"
+
+
+def shared_path(*parts: str) -> Path:
+    """A path in the shared folder (``corpora``, ``gold-dev``, ``gold-long``): the one way a test
+    reaches it. The test must be marked ``corpora`` (the mark skips it, with the reason, when the
+    folder is absent: conftest); a path that is missing inside a present folder skips too."""
+    if current_test is not None and current_test.get_closest_marker("corpora") is None:
+        raise AssertionError(
+            f"{current_test.nodeid} reads the shared folder ({'/'.join(parts)}) but is not "
+            "marked @pytest.mark.corpora: without the mark it fails on a clone without it"
+        )
+    path = _CORPORA.parent.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"not available: {path} (set CTXREPLAY_CORPORA to run this test)")
+    return path
 
 
 def corpus_path(*parts: str) -> Path:
-    """A path inside ../shared/corpora; skips the test (with the reason) when it is absent."""
-    path = CORPORA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(
-            f"real corpora not available at {path} (set CTXREPLAY_CORPORA to run this test)"
-        )
-    return path
+    """A path inside the shared ``corpora`` folder (see ``shared_path``)."""
+    return shared_path("corpora", *parts)
 
 
 def read_items(fmt: str, path: Path) -> tuple[list[Session], list[Reject]]:

@@ -9,7 +9,24 @@ from pathlib import Path
 
 import pytest
 
+import builders
 from builders import FIXTURES
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``corpora`` is skipped, with the reason, before any of its fixtures run
+    when the shared folder is absent (a user's clone); ``builders.shared_path`` refuses a test
+    that reads the folder without the mark, so no test can reach it around this."""
+    builders.current_test = item
+    if item.get_closest_marker("corpora") is not None:
+        reason = builders.shared_missing()
+        if reason:
+            pytest.skip(reason)
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    builders.current_test = None
 
 
 @pytest.fixture

@@ -58,6 +58,7 @@ def test_anthropic_with_an_openai_looking_tool_input_keeps_every_call(tmp_path: 
     assert json.loads(odd.arguments or "")["content"]["type"] == "function"
 
 
+@pytest.mark.corpora
 def test_real_tau_bench_with_otel_words_in_a_user_message(tmp_path: Path) -> None:
     source = corpus_path("tau-bench", "historical_trajectories", "gpt-4o-airline.json")
     results = json.loads(source.read_text())

@@ -16,7 +16,7 @@ from ctxreplay.datasets.info import file_accounts, render_info
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.store import Corpus
 
-from builders import CORPORA, FIXTURES, corpus_path
+from builders import FIXTURES, corpus_path
 
 
 def _openai(i: int) -> dict[str, Any]:
@@ -315,7 +315,3 @@ def test_public_corpora_balance(folder: str, tmp_path: Path) -> None:
     corpus = assert_accounted(tmp_path / "c")
     assert summary.records == sum(s["records"] for s in corpus.manifest["sources"])
     assert summary.unaccounted == 0
-
-
-def test_corpora_location_is_the_shared_folder() -> None:
-    assert CORPORA.name == "corpora"

@@ -19,7 +19,7 @@ from ctxreplay.datasets.messages import Message, Part, Session, Usage
 from ctxreplay.datasets.store import Corpus, session_id_for
 from ctxreplay.replay.view import view_problems
 
-from builders import CORPORA, FIXTURES, corpus_path, read_items
+from builders import FIXTURES, corpus_path, read_items
 
 CC = FIXTURES / "claude-code"
 FMT = "claude-code"
@@ -403,7 +403,7 @@ def _independent(files: list[Path]) -> dict[str, int]:
 def test_public_logs_import_with_independent_counts(tmp_path: Path) -> None:
     files = _public_files()
     expected = _independent(files)
-    summary = import_paths([CORPORA / "claude-code"], tmp_path / "c", progress=False)
+    summary = import_paths([corpus_path("claude-code")], tmp_path / "c", progress=False)
     corpus = Corpus(tmp_path / "c")
     rows = corpus.sessions()
     by_workload = Counter(rows["workload"].to_list())
@@ -436,7 +436,7 @@ def test_public_logs_are_claude_code_and_nothing_else_is() -> None:
     for f in _public_files():
         assert detect(f) == (None if f.stat().st_size == 0 else FMT), f
     sniffer = get_importer(FMT)
-    for folder in sorted(p for p in CORPORA.iterdir() if p.is_dir() and p.name != "claude-code"):
+    for folder in sorted(p for p in corpus_path().iterdir() if p.is_dir() and p.name != "claude-code"):
         for f in sorted(folder.rglob("*")):
             if f.is_file() and f.suffix in (".json", ".jsonl", ".traj"):
                 with f.open("rb") as fh:
@@ -445,7 +445,7 @@ def test_public_logs_are_claude_code_and_nothing_else_is() -> None:
 
 @pytest.mark.corpora
 def test_public_sub_agents_name_their_parents(tmp_path: Path) -> None:
-    import_paths([CORPORA / "claude-code"], tmp_path / "c", progress=False)
+    import_paths([corpus_path("claude-code")], tmp_path / "c", progress=False)
     rows = Corpus(tmp_path / "c").sessions().to_dicts()
     ids = {r["session_id"] for r in rows}
     subs = [json.loads(r["metadata"]) for r in rows if r["workload"] == "claude-code/subagent"]

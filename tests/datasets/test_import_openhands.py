@@ -6,6 +6,8 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
+
 from ctxreplay.datasets.importers import detect, get_importer
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Part
@@ -132,6 +134,7 @@ def _expected(row: dict) -> tuple[int, int, int]:
     return messages, kinds.count("ActionEvent"), kinds.count("ObservationEvent")
 
 
+@pytest.mark.corpora
 def test_real_openhands(tmp_path: Path) -> None:
     (path,) = corpus_path("openhands").rglob("*.jsonl")
     assert detect(path) == "openhands"
@@ -153,6 +156,7 @@ def test_real_openhands(tmp_path: Path) -> None:
         assert row["n_user_turns"] >= 1
 
 
+@pytest.mark.corpora
 def test_sniffer_ignores_other_real_formats() -> None:
     importer = get_importer("openhands")
     for f in [

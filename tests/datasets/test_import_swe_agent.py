@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ctxreplay.datasets.importers import detect, get_importer
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Part, Session
@@ -141,6 +143,7 @@ def _expected(doc: dict) -> tuple[int, int, int]:
     return len(history), len(acting), len(answered)
 
 
+@pytest.mark.corpora
 def test_real_swe_agent(tmp_path: Path) -> None:
     folder = corpus_path("swe-agent")
     files = sorted(folder.rglob("*.traj"))
@@ -168,6 +171,7 @@ def test_real_swe_agent(tmp_path: Path) -> None:
     assert styles == {"textual", "function_calling"}
 
 
+@pytest.mark.corpora
 def test_sniffer_ignores_other_real_formats() -> None:
     importer = get_importer("swe-agent")
     for f in [

@@ -178,6 +178,7 @@ def _by_source_id(corpus: Corpus) -> dict[str, dict]:
     return {r["source_session_id"]: r for r in corpus.sessions().to_dicts()}
 
 
+@pytest.mark.corpora
 def test_real_tau_bench(tmp_path: Path) -> None:
     path = corpus_path("tau-bench", "historical_trajectories", "gpt-4o-airline.json")
     assert detect(path) == "tau-bench"
@@ -196,6 +197,7 @@ def test_real_tau_bench(tmp_path: Path) -> None:
         assert json.loads(row["metadata"])["reward"] == rec["reward"]
 
 
+@pytest.mark.corpora
 def test_real_tau2_bench(tmp_path: Path) -> None:
     folder = corpus_path("tau2-bench")
     files = sorted(folder.rglob("*.json"))
@@ -230,6 +232,7 @@ def test_real_tau2_bench(tmp_path: Path) -> None:
     assert seen == 60
 
 
+@pytest.mark.corpora
 @pytest.mark.parametrize("fmt", ["tau-bench", "tau2-bench"])
 def test_sniffers_ignore_other_real_formats(fmt: str) -> None:
     others = {

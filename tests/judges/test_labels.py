@@ -45,9 +45,8 @@ from ctxreplay.replay.view import commit
 from ctxreplay.reports.stats import wilson
 from ctxreplay.runs import calibration_path, read_calibration, read_verdicts, slug
 
-from builders import count
+from builders import corpus_path, count, shared_path
 
-SHARED = Path(__file__).parents[2].parent / "shared"
 POLICIES = ["noop", "tool-prune:keep=1", "oldest-turn:mode=fold"]
 
 
@@ -614,11 +613,12 @@ def test_deps_judge_needs_a_path_and_a_valid_variant(tmp_path: Path) -> None:
 # --- the real dev labels ---------------------------------------------------------------------
 
 
+@pytest.mark.corpora
 def test_gold_dev_cases_and_noop_views(tmp_path: Path) -> None:
-    gold_dev, corpora = SHARED / "gold-dev", SHARED / "corpora"
+    gold_dev, corpora = shared_path("gold-dev"), corpus_path()
     names = ("tau-bench", "tau2-bench", "swe-agent", "openhands")
-    if not (gold_dev / "cases.jsonl").is_file() or not all((corpora / n).exists() for n in names):
-        pytest.skip(f"the dev labels or corpora are not available under {SHARED}")
+    for n in names:
+        corpus_path(n)
     runner = CliRunner()
     corpus = tmp_path / "corpus"
     out = runner.invoke(
