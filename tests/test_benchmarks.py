@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
+FOLDER = Path(__file__).resolve().parents[1] / "benchmarks"
+#: the scripts (``_name.py`` are modules they share, as ``_shared.py``)
+BENCHMARKS = sorted(p for p in FOLDER.glob("*.py") if not p.name.startswith("_"))
 
 
 @pytest.mark.parametrize("path", BENCHMARKS, ids=lambda p: p.name)
-def test_benchmark_imports(path: Path) -> None:
+def test_benchmark_imports(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(FOLDER))  # as running the script puts its folder first
     namespace = runpy.run_path(str(path), run_name="benchmark_import_check")
     assert callable(namespace.get("main")), f"{path.name} has no main()"
 
