@@ -504,6 +504,31 @@ def set_aside_damaged_verdicts(run_path: str | os.PathLike[str], judge: str) -> 
     return moved
 
 
+#: beside a judge's verdict parts: the digest of the inputs they were made from
+INPUTS_FILE = "inputs.json"
+
+
+def renew_verdicts(run_path: str | os.PathLike[str], judge: str, fingerprint: str | None) -> int:
+    """Before judging: when ``judge``'s verdicts were made from other inputs than
+    ``fingerprint`` (``Judge.inputs_fingerprint``), they are removed, so every pair is judged
+    again; the fingerprint is recorded. Returns the verdict parts removed."""
+    if fingerprint is None:
+        return 0
+    folder = Path(run_path) / "verdicts" / slug(judge)
+    stamp = folder / INPUTS_FILE
+    parts = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    try:
+        recorded = json.loads(stamp.read_text()).get("fingerprint")
+    except (OSError, ValueError, AttributeError):
+        recorded = None  # none yet (or unreadable): the parts' inputs are unknown
+    stale = parts if recorded != fingerprint else []
+    for part in stale:
+        part.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(stamp, json.dumps({"judge": judge, "fingerprint": fingerprint}) + "\n")
+    return len(stale)
+
+
 def drop_verdicts(parts: Sequence[Path], pairs: set[tuple[str, str]]) -> int:
     """Remove the rows of ``pairs`` (policy, case_id) from these verdict parts, each part
     rewritten atomically (removed when nothing is left): the judge does this once their new

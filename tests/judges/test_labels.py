@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -373,6 +374,47 @@ def test_calibrate_against_deps_table_and_csv(fx: Fixture) -> None:
     assert dict(zip(corpus["name"], corpus["fp"], strict=True)) == {"fixture": 0, "other": 1}
     missed = frame.filter((pl.col("scope") == "missed") & (pl.col("variant") == "strict"))
     assert dict(zip(missed["name"], missed["missed"], strict=True))["live_state"] == 1
+
+
+def test_one_gold_judge_however_its_path_is_spelled(
+    fx: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After ``calibrate --against deps:LABELS``, ``judge --judge deps:path=…`` with the same
+    labels spelt another way (relative, trailing slash, the dependencies file) adds no judge."""
+    run = tmp_path / "run"
+    shutil.copytree(fx.run, run)
+    runner = CliRunner()
+    done = runner.invoke(main, ["calibrate", str(run), "--judge", "anchor", "--against", f"deps:{fx.labels}"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    before = set(read_verdicts(run)["judge"].unique())
+    monkeypatch.chdir(fx.labels.parent)
+    for spelling in (f"{fx.labels.name}/", f"./{fx.labels.name}", f"{fx.labels.name}/dependencies.jsonl"):  # fmt: skip
+        again = runner.invoke(main, ["judge", str(run), "--judge", f"deps:path={spelling}"])
+        assert again.exit_code == 0, again.output
+        assert set(read_verdicts(run)["judge"].unique()) == before, spelling
+    assert f"deps:path={fx.labels.resolve()}" in before
+
+
+def test_gold_verdicts_are_judged_again_when_the_labels_change(fx: Fixture, tmp_path: Path) -> None:
+    """Verdicts of ``deps:path=L`` made from other labels at ``L`` are never reused."""
+    run, labels = tmp_path / "run", tmp_path / "labels"
+    shutil.copytree(fx.run, run)
+    shutil.copytree(fx.labels, labels)
+    spec = f"deps:path={labels}"
+    first = run_judge(run, spec, workers=1, progress=False)
+    assert first.judged > 0 and first.renewed == 0
+    assert run_judge(run, spec, workers=1, progress=False).judged == 0  # same labels: reused
+    before = read_verdicts(run, first.judge)
+    deps = labels / "dependencies.jsonl"
+    kept = [x for x in deps.read_text().splitlines() if '"required"' not in x]
+    deps.write_text("".join(f"{x}\n" for x in kept))  # every required dependency dropped
+    again = run_judge(run, spec, workers=1, progress=False)
+    assert again.renewed > 0 and again.judged == first.judged and again.skipped == 0
+    assert "labels changed" in again.render()
+    after = read_verdicts(run, first.judge)
+    assert after.height == before.height
+    assert set(after.filter(pl.col("label") != "unscored")["label"]) == {"no_impact"}
+    assert set(before["label"]) >= {"impact"}
 
 
 def test_calibration_is_stored_in_the_run(fx: Fixture) -> None:

@@ -184,8 +184,10 @@ def read_labels(path: str | os.PathLike[str]) -> pl.DataFrame:
 
 
 def deps_spec(labels: str | os.PathLike[str], variant: str = "strict") -> str:
-    """The ``deps`` judge spec for a labels path (made absolute, so the label is stable)."""
-    path = str(Path(labels).resolve())
+    """The ``deps`` judge spec for a labels path (canonical, so the label is stable)."""
+    from ..judges.labels import canonical_labels_path
+
+    path = canonical_labels_path(labels)
     if "," in path:
         raise CalibrationError(f"a labels path may not contain a comma: {path}")
     return f"deps:path={path},variant={variant}"

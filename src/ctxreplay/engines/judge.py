@@ -62,6 +62,7 @@ from ..runs import (
     query_verdicts,
     read_table,
     read_verdicts,
+    renew_verdicts,
     replay_repair,
     set_aside_damaged_verdicts,
     slug,
@@ -471,6 +472,7 @@ class JudgeSummary:
     set_aside: list[Path] = field(default_factory=list)  # damaged files renamed *.damaged
     retried: int = 0  # pairs asked again by retry_unscored
     retryable: int = 0  # pairs of this judge unscored after transient failures, after the run
+    renewed: int = 0  # verdict parts removed: made from other inputs (a labels file changed)
 
     def render(self) -> str:
         lines = [
@@ -498,6 +500,11 @@ class JudgeSummary:
             )
         for path in self.set_aside:
             lines.append(f"  set aside damaged {path} (its pairs judged again)")
+        if self.renewed:
+            lines.append(
+                f"  {self.renewed} verdict parts were made from other inputs (its labels "
+                "changed): every pair judged again"
+            )
         return "\n".join(lines)
 
 
@@ -676,6 +683,7 @@ def run_judge(
         judge = type(judge)(in_run(judge.params, run.path))
     summary = JudgeSummary(judge.label)
     summary.set_aside = set_aside_damaged_verdicts(run.path, judge.label)
+    summary.renewed = renew_verdicts(run.path, judge.label, judge.inputs_fingerprint())
     folder = run.path / "verdicts" / slug(judge.label)
     redo = retryable_pairs(run.path, judge.label) if retry_unscored else None
     earlier = sorted(folder.glob("*.parquet")) if folder.is_dir() else []

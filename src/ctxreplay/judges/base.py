@@ -194,6 +194,12 @@ class Judge(Plugin, ABC):
         without this call, and one its session was begun without."""
         return None
 
+    def inputs_fingerprint(self) -> str | None:
+        """What the judge reads besides the run and its parameters (a labels file), as a
+        digest: verdicts made from other inputs under the same label are judged again, never
+        reused. None: nothing outside the run."""
+        return None
+
     def corpus_state(self, corpus: Any) -> Any:
         """Corpus-level knowledge a judge needs (computed once, in the main process)."""
         return None

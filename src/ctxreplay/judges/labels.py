@@ -23,9 +23,10 @@ needs it and the annotator's reason.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -104,6 +105,19 @@ def label_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
     if p.name == "cases.jsonl":
         return p, p.with_name("dependencies.jsonl")
     return p.with_name("cases.jsonl"), p
+
+
+def canonical_labels_path(path: str | os.PathLike[str]) -> str:
+    """One spelling per labels set, so a judge has one label however its path was given
+    (``labels/``, ``./labels``, ``labels/dependencies.jsonl``, absolute): the resolved folder
+    when both files have their standard names in it, else the resolved dependencies file."""
+    cases, deps = (p.resolve() for p in label_paths(path))
+    if cases.parent == deps.parent and (cases.name, deps.name) == (
+        "cases.jsonl",
+        "dependencies.jsonl",
+    ):
+        return str(deps.parent)
+    return str(deps)
 
 
 def _lines(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
@@ -237,9 +251,18 @@ class DepsJudge(Judge):
         super().__init__(params)
         if not self.params.path:
             raise LabelsError("the deps judge needs path=<labels folder or dependencies.jsonl>")
+        self.params = replace(self.params, path=canonical_labels_path(self.params.path))
         self.labels = load_labels(self.params.path)
         self._by_key = self.labels.by_key()
         self._mismatch: dict[str, str | None] = {}  # case → why its labels do not fit, once
+
+    def inputs_fingerprint(self) -> str:
+        """The labels' bytes: the same path with other labels is another gold."""
+        digest = hashlib.sha256()
+        for path in (self.labels.cases_path, self.labels.dependencies_path):
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+        return digest.hexdigest()
 
     def judge(self, item: JudgeInput) -> Verdict:
         cut = case_cut(item)
