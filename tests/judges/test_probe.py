@@ -310,11 +310,14 @@ def test_a_rerun_is_served_from_the_cache_at_zero_calls(tmp_path: Path) -> None:
     assert (again.label, again.losses, again.reason) == (first.label, first.losses, first.reason)
 
 
-def test_a_case_without_dependencies_has_no_probes_and_no_impact() -> None:
+def test_a_case_without_dependencies_asks_nothing_and_is_unscored() -> None:
+    """No probe, no question, no answer: never a pass (a dead endpoint once scored 100%)."""
     quiet = numbered([Message("assistant", (Part.text("Done."),))], start=len(PREFIX))
     with FakeOpenAI(default=Reader()) as server:
         v = judge_for(server).judge(replace(item(), future=quiet))
-    assert v.label == "no_impact" and v.dependencies == 0 and "no probes" in v.reason
+    assert v.label == "unscored" and v.dependencies == 0
+    assert v.reason is not None and v.reason.startswith("no probes: ")
+    assert "nothing was asked of the model" in v.reason
     assert server.requests == []
 
 
@@ -370,11 +373,13 @@ def test_probe_in_a_run_and_calibrated_against_dependency_labels(tmp_path: Path)
     assert summary.judge == label
     verdicts = read_verdicts(run, label)
     assert verdicts.height == 9 and set(verdicts["label"]) <= set(LABELS)
-    assert verdicts.filter(pl.col("label") == "unscored").height == 0
+    # one case's future uses nothing of the editable prefix: no probe asked, so unscored
+    unscored = verdicts.filter(pl.col("label") == "unscored")
+    assert unscored.height == 3 and all(r.startswith("no probes") for r in unscored["unscored_reason"])
     assert (run / "calls").is_dir()  # every call recorded in the run
     result = calibrate_against_deps(run, "probe", labels, workers=1)
     strict = result.variants[0].calibration
-    assert strict.judge == label and strict.n == 9 and strict.unscored == 0
+    assert strict.judge == label and strict.n == 6 and strict.unscored == 3
     assert read_calibration(run, label)["against"] == result.variants[0].reference
     cli = runner.invoke(
         main, ["calibrate", str(run), "--judge", "probe", "--against", f"deps:{labels}"]

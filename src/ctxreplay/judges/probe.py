@@ -29,7 +29,8 @@ verdict's explanation and its ``raw`` JSON); ``no_impact`` when the score reache
 else ``impact``, each missed probe a loss (recall and artifact misses with the value and the
 object that held it). A failed call, or an answer that is not JSON of the schema, makes the
 verdict ``unscored`` with the reason. A case whose future uses nothing from the editable prefix
-has no probes and is ``no_impact`` with zero dependencies, as with the flow judge.
+has no probes: nothing is asked of the model, so its verdict is ``unscored`` (no probes) — a
+verdict no model answered is never counted as a pass.
 """
 
 from __future__ import annotations
@@ -638,9 +639,9 @@ class ProbeJudge(ModelJudge):
         try:
             probes = self.probes(item, tally)
             if not probes:
-                return Verdict(
-                    "no_impact",
-                    reason="no probes: the future uses no fact from the editable prefix",
+                return Verdict.unscored(
+                    "no probes: the future uses no fact from the editable prefix, so nothing "
+                    "was asked of the model"
                 )
             return self._graded(item, probes, tally)
         except _Failed as e:
