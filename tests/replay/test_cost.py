@@ -50,6 +50,24 @@ def test_recorded_cache_gives_a_point_not_a_range() -> None:
     )
 
 
+def test_recorded_hits_above_our_prompt_count_are_capped_and_noop_equals_baseline() -> None:
+    """Real traces record cache hits of the provider's prompt (tool schemas included), larger
+    than the prompt we count: the cached share never exceeds its input, and with no edit the
+    policy's every figure is the baseline's (it once cost +17.63 USD on real traces)."""
+    future = [
+        m("assistant", 20, Usage(400, 300, 20)),  # 300 cached > our 192-token prompt
+        m("tool", 40),
+        m("assistant", 10, Usage(500, 250, 10)),  # 250 cached ≤ our 258 but > our 192 before
+    ]
+    c = case_cost(PREFIX, PREFIX, None, future, T)
+    assert (c.cached_max_baseline, c.cached_max_policy) == (192 + 250, 192 + 250)
+    assert c.cached_max_baseline <= c.input_baseline
+    assert c.usd_policy == c.usd_baseline and c.input_policy == c.input_baseline
+    edited = case_cost(PREFIX, VIEW, 1, future, T)
+    assert edited.cached_max_policy <= edited.input_policy
+    assert edited.cached_max_baseline == c.cached_max_baseline
+
+
 def test_commit_rule() -> None:
     assert commit_benefit(10, 40, 89, T) == pytest.approx(10 * 40 * 0.5e-6 - 89 * 1.5e-6)
     assert commit_benefit(1, 40, 89, T) < 0 < commit_benefit(10, 40, 89, T)

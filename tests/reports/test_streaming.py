@@ -21,7 +21,7 @@ from polars.testing import assert_frame_equal
 from ctxreplay.reports import build_report, stats
 from ctxreplay.reports.correction import JudgeAccuracy
 from ctxreplay.reports.recovery import archive_costs, with_recovery_cost
-from ctxreplay.reports.report import Report
+from ctxreplay.reports.report import Report, run_tariff
 from ctxreplay.reports.tables import (
     LOSS_ORDER,
     ReportError,
@@ -78,7 +78,7 @@ def whole(run: Path, judge: str, examples: int) -> dict[str, Any]:
         "paired": paired_table(rows, policies, reference, n_boot=BOOT),
         "taxonomy": taxonomy_table(rows, losses, policies),
         "examples": example_losses(losses, examples, policies),
-        "cost": cost_table(rows, policies, reasons),
+        "cost": cost_table(rows, policies, reasons, run_tariff(r)),
         "commit_reasons": reasons,
         "failures": failures_table(rows, policies),
         "judges": judges_table(labels, policies),

@@ -12,9 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from ctxreplay.reports import ReportError, audit, build_report, show_command, wilson
-from ctxreplay.reports.tables import commit_kind
+from ctxreplay.reports.tables import commit_kind, cost_table
 from ctxreplay.runs import Run, read_verdicts
 from ctxreplay.schema import CATEGORIES
+from ctxreplay.tariffs import Tariff
 
 from judged_run import DROPPED, POLICIES, UNSCORED
 
@@ -171,17 +172,16 @@ def test_cost_table_is_consistent_with_figures(report, small_run: Path):
             row["cache_breaks"]
             == f.filter(pl.col("committed") & (pl.col("cache_break_tokens") > 0)).height
         )
-        for col in (
-            "requests",
-            "input_baseline",
-            "input_policy",
-            "cached_max_baseline",
-            "cached_max_policy",
-            "output_tokens",
-        ):
+        for col in ("requests", "input_baseline", "cached_max_baseline", "output_tokens"):
             assert row[col] == int(f[col].sum()), col
-        for col in ("usd_baseline_low", "usd_baseline_high", "usd_policy_low", "usd_policy_high"):
+        # the policy's own figures plus what its recoveries cost
+        assert row["input_policy"] == int(f["input_policy"].sum()) + row["recovery_tokens"]
+        assert row["cached_max_policy"] >= int(f["cached_max_policy"].sum())
+        for col in ("usd_baseline_low", "usd_baseline_high"):
             assert row[col] == pytest.approx(float(f[col].sum())), col
+        for end in ("low", "high"):
+            own = float(f[f"usd_policy_{end}"].sum())
+            assert row[f"usd_policy_{end}"] == pytest.approx(own + row[f"usd_recovery_{end}"])
         assert row["usd_delta_low"] == pytest.approx(
             row["usd_policy_low"] - row["usd_baseline_low"]
         )
@@ -221,6 +221,45 @@ def test_audit_lists_one_category_with_evidence(small_run: Path, report):
 def test_unknown_judge_is_an_error_naming_the_judges(small_run: Path):
     with pytest.raises(ReportError, match="flow"):
         build_report(small_run, judge="nope", bootstrap=10)
+
+
+def test_recoveries_are_priced_and_the_saving_is_net() -> None:
+    """A policy that saves 1,000 input tokens but needs two recoveries (re-sending a 300-token
+    view, bringing back 100 tokens of payload) saves 600 net; the recovery's USD is added to
+    the policy's: low with the re-sent view cached, high without."""
+    tariff = Tariff("t", input=2.0, cached_input=0.5, output=8.0)
+    rows = pl.DataFrame(
+        {
+            "policy": ["p", "p"],
+            "committed": [True, False],
+            "cache_break_tokens": [0, 0],
+            "requests": [3, 2],
+            "input_baseline": [2000, 1000],
+            "input_policy": [1000, 1000],
+            "cached_max_baseline": [1500, 800],
+            "cached_max_policy": [700, 800],
+            "output_tokens": [50, 20],
+            "usd_baseline_low": [0.004, 0.002],
+            "usd_baseline_high": [0.006, 0.003],
+            "usd_policy_low": [0.003, 0.002],
+            "usd_policy_high": [0.004, 0.003],
+            "planner_usd": [0.0, 0.0],
+            "recorded_cache": [False, False],
+            "commit_reason": ["pruning 0.5 > 0.3", "no edit"],
+            "recoveries": [2, 0],
+            "recovery_payload_tokens": [100.0, 0.0],
+            "recovery_request_tokens": [300.0, 0.0],
+        }
+    )
+    row = cost_table(rows, ["p"], tariff=tariff).row(0, named=True)
+    assert (row["recovery_requests"], row["recovery_tokens"]) == (2, 400)
+    assert row["input_policy"] == 2000 + 400
+    assert row["input_saved_pct"] == pytest.approx(100 * (3000 - 2400) / 3000)
+    low, high = (100 * 2.0 + 300 * 0.5) / 1e6, 400 * 2.0 / 1e6
+    assert (row["usd_recovery_low"], row["usd_recovery_high"]) == pytest.approx((low, high))
+    assert row["usd_policy_low"] == pytest.approx(0.005 + low)
+    assert row["usd_delta_high"] == pytest.approx(0.007 + high - 0.009)
+    assert row["cached_max_policy"] <= row["input_policy"]
 
 
 def test_a_run_without_verdicts_still_reports_pruning_and_cost(otel_run: Path, tmp_path: Path):

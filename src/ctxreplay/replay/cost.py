@@ -114,14 +114,19 @@ def case_cost(
     low_b = high_b = low_p = high_p = 0.0
     recorded = bool(base) and all(r.recorded_cached is not None for r in base)
     for rb, rp in zip(base, policy, strict=True):
+        # a recorded cache hit counts the provider's prompt (tool schemas, its framing), ours
+        # does not hold all of that: the cached share is at most the prompt it is part of
         kb = (
-            rb.recorded_cached
+            min(rb.recorded_cached, rb.prompt)
             if recorded and rb.recorded_cached is not None
             else min(prev_base, rb.prompt)
         )
-        kp = (
-            min(prev_policy, rp.prompt) if not recorded else max(0, min(kb, rp.prompt, prev_policy))
-        )
+        if not recorded:
+            kp = min(prev_policy, rp.prompt)
+        elif first_edit is None:  # nothing edited: the recorded hits stand as they were
+            kp = min(kb, rp.prompt)
+        else:
+            kp = max(0, min(kb, rp.prompt, prev_policy))
         cached_base += kb
         cached_policy += kp
         low_b += tariff.cost(rb.prompt, kb, rb.completion)

@@ -150,16 +150,20 @@ def displays(report: Report) -> list[Display]:
             "Cost: tokens",
             "Sums over cases of each case's future requests (as if the policy edited at that cut "
             "only). Cached = what perfect prefix caching could serve. Cache breaks = committed "
-            "cases whose edit invalidated the cached prefix.",
+            "cases whose edit invalidated the cached prefix. Recoveries = the extra requests that "
+            "bring back archived payloads the judge found needed; the policy's input includes "
+            "their tokens, so saved % is net of them.",
             [
                 ("policy", lambda r: r["policy"], False),
                 ("cases", lambda r: count(r["cases"]), True),
                 ("committed", lambda r: count(r["committed"]), True),
                 ("cache breaks", lambda r: count(r["cache_breaks"]), True),
                 ("requests", lambda r: count(r["requests"]), True),
+                ("recoveries", lambda r: count(r["recovery_requests"]), True),
                 ("input baseline", lambda r: count(r["input_baseline"]), True),
                 ("input policy", lambda r: count(r["input_policy"]), True),
-                ("saved %", lambda r: num(r["input_saved_pct"]), True),
+                ("of which recovery", lambda r: count(r["recovery_tokens"]), True),
+                ("saved % (net)", lambda r: num(r["input_saved_pct"]), True),
                 ("cached max baseline", lambda r: count(r["cached_max_baseline"]), True),
                 ("cached max policy", lambda r: count(r["cached_max_policy"]), True),
                 ("output", lambda r: count(r["output_tokens"]), True),
@@ -171,8 +175,7 @@ def displays(report: Report) -> list[Display]:
             "Cost: USD (tariff " + str((report.meta.get("tariff") or {}).get("name", "?")) + ")",
             "Ranges low–high: low assumes perfect prefix caching, high no caching (a recorded "
             "cache makes them equal). Δ = policy − baseline, with perfect caching / with none; the "
-            "policy "
-            "includes its planner's model cost.",
+            "policy includes its planner's model cost and its recoveries (recovery USD).",
             [
                 ("policy", lambda r: r["policy"], False),
                 (
@@ -188,6 +191,11 @@ def displays(report: Report) -> list[Display]:
                 (
                     "Δ USD cached / uncached",
                     lambda r: usd_delta(r["usd_delta_low"], r["usd_delta_high"]),
+                    True,
+                ),
+                (
+                    "recovery USD",
+                    lambda r: usd_range(r["usd_recovery_low"], r["usd_recovery_high"]),
                     True,
                 ),
                 ("planner USD", lambda r: usd(r["planner_usd"]), True),

@@ -26,6 +26,7 @@ from ..runs import (
     read_verdicts,
     sweep_of,
 )
+from ..tariffs import Tariff
 from ..version import __version__
 from . import stats
 from .correction import JudgeAccuracy, explanation
@@ -375,6 +376,17 @@ def build_report(
     )
 
 
+def run_tariff(run: Run) -> Tariff | None:
+    """The tariff the run's costs were computed with (its manifest), None where unrecorded."""
+    t = run.manifest.get("tariff")
+    if not isinstance(t, dict):
+        return None
+    try:
+        return Tariff(**t)
+    except TypeError:
+        return None
+
+
 class PolicyPass:
     """A report's tables, built policy by policy.
 
@@ -405,6 +417,7 @@ class PolicyPass:
         self.seed, self.bootstrap, self.alpha = seed, bootstrap, alpha
         self.limit, self.calibration = examples, calibration
         self.keep_rows = keep_rows  # a sweep's frontier reads the whole run's rows
+        self.tariff = run_tariff(run)  # prices the recoveries in the cost table
         self.policies: list[str] = []  # with figures, in manifest order
         self.rows: list[pl.DataFrame] = []
         self.figures: list[pl.DataFrame] = []
@@ -454,7 +467,7 @@ class PolicyPass:
         self._failures.append(failures_table(rows, [policy]))
         reasons = commit_reasons(rows)
         self._reasons.append(reasons)
-        self._cost.append(cost_table(rows, [policy], reasons))
+        self._cost.append(cost_table(rows, [policy], reasons, self.tariff))
         self.same.add(policy, figures)
         self._keep_scored(policy, scored_pairs(rows))
         if self.keep_rows:

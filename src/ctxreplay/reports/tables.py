@@ -41,6 +41,7 @@ from ..runs import (
     verdict_judges,
 )
 from ..schema import CATEGORIES
+from ..tariffs import Tariff
 from . import stats
 from .correction import JudgeAccuracy, corrected_interval
 from .recovery import (
@@ -1165,8 +1166,10 @@ COST_SCHEMA = {
     "cache_breaks": pl.Int64,
     "cache_break_tokens": pl.Int64,
     "requests": pl.Int64,
+    "recovery_requests": pl.Int64,
     "input_baseline": pl.Int64,
     "input_policy": pl.Int64,
+    "recovery_tokens": pl.Int64,
     "input_saved_pct": pl.Float64,
     "cached_max_baseline": pl.Int64,
     "cached_max_policy": pl.Int64,
@@ -1175,6 +1178,8 @@ COST_SCHEMA = {
     "usd_baseline_high": pl.Float64,
     "usd_policy_low": pl.Float64,
     "usd_policy_high": pl.Float64,
+    "usd_recovery_low": pl.Float64,
+    "usd_recovery_high": pl.Float64,
     "usd_delta_low": pl.Float64,
     "usd_delta_high": pl.Float64,
     "planner_usd": pl.Float64,
@@ -1226,14 +1231,22 @@ def sort_reasons(reasons: pl.DataFrame) -> pl.DataFrame:
 
 
 def cost_table(
-    figures: pl.DataFrame, policies: Sequence[str], reasons: pl.DataFrame | None = None
+    figures: pl.DataFrame,
+    policies: Sequence[str],
+    reasons: pl.DataFrame | None = None,
+    tariff: Tariff | None = None,
 ) -> pl.DataFrame:
-    """Per policy, sums over its cases of the figures' cost columns (see ``replay/cost.py``).
+    """Per policy, sums over its cases of the figures' cost columns (see ``replay/cost.py``),
+    with what its recoveries would cost added: a policy whose no-impact leans on recovering
+    archived payloads pays for it in extra requests, so its saving is net of them.
 
     Each case's future requests are costed as if the policy edited at that cut only; USD is a
     range, low = perfect prefix caching, high = no caching (unless the trace recorded cache hits),
     and the delta is policy − baseline under the same assumption (low with low, high with high).
-    ``cache_breaks`` counts committed cases whose edit broke the prompt cache.
+    ``cache_breaks`` counts committed cases whose edit broke the prompt cache. Recoveries
+    (``recovery.with_recovery_cost``: one extra request per recovery, re-sending the view and
+    bringing back the payload) are priced with ``tariff``: low, the re-sent view served from the
+    cache; high, none of it; ``input_policy`` and the policy's USD include them.
     """
     reasons = reasons if reasons is not None else commit_reasons(figures)
     rows = []
@@ -1241,13 +1254,20 @@ def cost_table(
         f = figures.filter(pl.col("policy") == policy)
 
         def total(col: str, frame: pl.DataFrame = f) -> int:
-            return int(frame[col].fill_null(0).sum())
+            return int(frame[col].fill_null(0).sum()) if col in frame.columns else 0
 
         def usd(col: str, frame: pl.DataFrame = f) -> float:
             return float(frame[col].fill_null(0.0).sum())
 
         committed = f.filter(pl.col("committed").fill_null(False))
-        base, pol = total("input_baseline"), total("input_policy")
+        payload = round(usd("recovery_payload_tokens")) if "recoveries" in f.columns else 0
+        request = round(usd("recovery_request_tokens")) if "recoveries" in f.columns else 0
+        recovery = payload + request
+        rec_low = rec_high = 0.0
+        if tariff is not None and recovery:
+            rec_low = tariff.cost(recovery, request, 0)
+            rec_high = tariff.cost(recovery, 0, 0)
+        base, pol = total("input_baseline"), total("input_policy") + recovery
         decisions = reasons.filter(pl.col("policy") == policy)
         summary = "; ".join(
             f"{'commit' if r['committed'] else 'skip'}: {r['reason']} ×{r['cases']}"
@@ -1261,18 +1281,22 @@ def cost_table(
                 "cache_breaks": int((committed["cache_break_tokens"].fill_null(0) > 0).sum()),
                 "cache_break_tokens": total("cache_break_tokens", committed),
                 "requests": total("requests"),
+                "recovery_requests": total("recoveries"),
                 "input_baseline": base,
                 "input_policy": pol,
+                "recovery_tokens": recovery,
                 "input_saved_pct": 100.0 * (base - pol) / base if base else math.nan,
                 "cached_max_baseline": total("cached_max_baseline"),
-                "cached_max_policy": total("cached_max_policy"),
+                "cached_max_policy": total("cached_max_policy") + request,
                 "output_tokens": total("output_tokens"),
                 "usd_baseline_low": usd("usd_baseline_low"),
                 "usd_baseline_high": usd("usd_baseline_high"),
-                "usd_policy_low": usd("usd_policy_low"),
-                "usd_policy_high": usd("usd_policy_high"),
-                "usd_delta_low": usd("usd_policy_low") - usd("usd_baseline_low"),
-                "usd_delta_high": usd("usd_policy_high") - usd("usd_baseline_high"),
+                "usd_policy_low": usd("usd_policy_low") + rec_low,
+                "usd_policy_high": usd("usd_policy_high") + rec_high,
+                "usd_recovery_low": rec_low,
+                "usd_recovery_high": rec_high,
+                "usd_delta_low": usd("usd_policy_low") + rec_low - usd("usd_baseline_low"),
+                "usd_delta_high": usd("usd_policy_high") + rec_high - usd("usd_baseline_high"),
                 "planner_usd": usd("planner_usd"),
                 "recorded_cache": int(f["recorded_cache"].fill_null(False).sum()),
                 "commit_decisions": summary,
