@@ -3,6 +3,7 @@ judged case with the future message that needed it, ``--judge`` and ``--width``.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -70,11 +71,13 @@ def test_object_ids_are_printed_whole(tau_run: Path) -> None:
 
 def test_the_view_s_removals_are_marked_with_their_tokens(small_run: Path) -> None:
     lines = _show(small_run, "synth-sql-00001@24", "--policy", "self-gc", "--width", "100")
-    assert lines[:4] == [
+    # the summary counts the messages the view changed, so it adds up: 5,861 − 4,236 = 1,625
+    assert lines[:5] == [
         "case synth-sql-00001@24  ·  policy self-gc",
         "prefix 5,861 tokens → view 4,236 tokens (27.7% pruned)  ·  committed: True (pruning 0.327 > 0.3)",
         "future: 25 messages, seq 24–48 (19,576 tokens)",
-        "the view removed: pruned 1 object (86 → 0 tokens), folded 1 object (1,830 → 75 tokens)",
+        "the view: pruned 1 object (95 → 9 tokens), folded 1 object (1,614 → 75 tokens); 1,625 tokens removed",
+        "  in all",
     ]
     decisions = Run(small_run).table("decisions", "self-gc")
     done = decisions.filter(
@@ -100,6 +103,40 @@ def test_the_view_s_removals_are_marked_with_their_tokens(small_run: Path) -> No
     # message 4 calls two tools: both objects, one per line
     assert " 4  function:describe_table:2  kept          37  " in "\n".join(lines)
     assert "     function:describe_table:3  kept" in lines
+
+
+def test_the_token_summary_adds_up_and_kept_messages_say_kept(small_run: Path) -> None:
+    """For every case and policy: the summary's removed total is prefix − view tokens, each
+    action's tokens are the sum of its rows, and a message the view holds unchanged (the call
+    of a folded or pruned result) is labelled kept, never pruned."""
+    run = Run(small_run)
+    figures = run.table("figures")
+    checked = 0
+    for row in figures.iter_rows(named=True):
+        lines = _show(small_run, row["case_id"], "--policy", row["policy"], "--width", "400")
+        summary = next(x for x in lines if x.startswith("the view"))
+        if "removed nothing" in summary:
+            assert row["prefix_tokens"] == row["view_tokens"]
+            continue
+        removed = int(re.search(r"; ([\d,]+) tokens removed in all", summary)[1].replace(",", ""))
+        assert removed == row["prefix_tokens"] - row["view_tokens"], summary
+        per: dict[str, list[int]] = {}
+        for x in lines:
+            m = re.match(r"\s*\d+\s{2}\S+\s{2,}(\w+)[*\w :-]*?\s+([\d,]+)(?:→([\d,]+))?\s", x)
+            if not m:
+                continue
+            if m[3] is None:
+                assert m[1] == "kept", x  # unchanged in the view
+            else:
+                b, a = (int(v.replace(",", "")) for v in (m[2], m[3]))
+                per.setdefault(m[1], []).append(b - a)
+        for verb, before, after in re.findall(
+            r"(\w+) [\d,]+ objects? \(([\d,]+) → ([\d,]+)", summary
+        ):
+            gone = int(before.replace(",", "")) - int(after.replace(",", ""))
+            assert sum(per.get(verb, [])) == gone, (verb, summary)
+        checked += 1
+    assert checked > 5
 
 
 def test_a_judged_case_shows_each_loss_and_the_future_message_that_needed_it(

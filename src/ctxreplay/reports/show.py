@@ -146,21 +146,33 @@ def _verdict(
     return chosen, (mine.row(0, named=True) if mine.height else None)
 
 
-def _removed_line(decisions: Sequence[dict[str, Any]]) -> str:
-    done: dict[str, list[int]] = {}
-    for d in decisions:
-        if d["action"] and d["action"] != "keep":
-            n = done.setdefault(d["action"], [0, 0, 0])
-            n[0] += 1
-            n[1] += d["tokens_before"] or 0
-            n[2] += d["tokens_after"] or 0
-    if not done:
+def _removed_line(changed: Sequence[tuple[str, str, int, int]], added: Sequence[int]) -> str:
+    """What the view did, message by message so that it adds up: ``changed`` holds, per prefix
+    message the view changed, (object, what was done, tokens before, tokens after); ``added``
+    the tokens of each block the harness added. The totals are the prefix's and the view's."""
+    done: dict[str, tuple[set[str], int, int]] = {}
+    for obj, verb, before, after in changed:
+        objects, b, a = done.get(verb, (set(), 0, 0))
+        done[verb] = (objects | {obj}, b + before, a + after)
+    if not done and not added:
         return "the view removed nothing: every object kept"
+    order = [*DONE.values(), "changed"]
     parts = [
-        f"{DONE.get(a, a)} {n:,} object{'s' if n != 1 else ''} ({before:,} → {after:,} tokens)"
-        for a, (n, before, after) in sorted(done.items(), key=lambda kv: list(DONE).index(kv[0]))
+        f"{verb} {len(objs):,} object{'s' if len(objs) != 1 else ''} ({b:,} → {a:,} tokens)"
+        for verb, (objs, b, a) in sorted(
+            done.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)
+        )
     ]
-    return "the view removed: " + ", ".join(parts)
+    if added:
+        blocks = f"block{'s' if len(added) != 1 else ''}"
+        parts.append(f"added {len(added):,} {blocks} (+{sum(added):,} tokens)")
+    removed = sum(b - a for _, _, b, a in changed) - sum(added)
+    return "the view: " + ", ".join(parts) + f"; {removed:,} tokens removed in all"
+
+
+def _verb(action: str) -> str:
+    """``pruned with conversation:user:3`` → ``pruned``: what was done, for the summary."""
+    return action.split(" with ", 1)[0].rstrip("*")
 
 
 def render_show(
@@ -231,7 +243,7 @@ def render_show(
             f"{case['future_end'] - 1} ({case['future_tokens']:,} tokens)",
             w,
         )
-    lines += wrap(_removed_line(decisions), w, "", "  ")
+    summary_at = len(lines)  # the summary line goes here once the rows say what changed
 
     # the table: #, object (full ids, one per line), action, tokens, then the text
     def name(i: int, m: Message) -> list[str]:
@@ -256,21 +268,25 @@ def render_show(
                 ("+", ids or ["(harness block)"], ["added"], f"+{extra.tokens:,}", None, [extra])
             )
 
+    changed: list[tuple[str, str, int, int]] = []
     for i, m in enumerate(prefix):
         added(i)
         objects = name(i, m)
         shown = by_index.get(i, [])
-        if not shown:
-            rows.append((str(i), objects, [done(o) for o in objects], f"{m.tokens:,}→0", m, []))
-        elif len(shown) == 1 and shown[0][0] == m:
-            rows.append((str(i), objects, [done(o) for o in objects], f"{m.tokens:,}", m, None))
-        else:
-            after = sum(t for _, t in shown)
-            views = [v for v, _ in shown]
-            rows.append(
-                (str(i), objects, [done(o) for o in objects], f"{m.tokens:,}→{after:,}", m, views)
-            )
+        if len(shown) == 1 and shown[0][0] == m:
+            # the message itself is in the view as it was (the call of a folded result): kept,
+            # whatever was done to the rest of its object
+            rows.append((str(i), objects, ["kept" for _ in objects], f"{m.tokens:,}", m, None))
+            continue
+        after = sum(t for _, t in shown)
+        acts = [done(o) for o in objects]
+        verb = next((_verb(a) for a in acts if _verb(a) != "kept"), "changed")
+        changed.append((objects[0], verb, m.tokens, after))
+        views = [v for v, _ in shown]
+        rows.append((str(i), objects, acts, f"{m.tokens:,}→{after:,}", m, views))
     added(len(prefix))
+    extra = [int(r[3].lstrip("+").replace(",", "")) for r in rows if r[0] == "+"]
+    lines[summary_at:summary_at] = wrap(_removed_line(changed, extra), w, "", "  ")
 
     fixed = [
         max(3, *(len(r[0]) for r in rows)) if rows else 3,
