@@ -127,6 +127,10 @@ def test_param_is_a_plain_default_for_labels_and_manifests():
         ("tool-prune:protect_tokens=-5", "policy tool-prune: protect_tokens must be >= 0; got -5"),
         # choices
         ("oldest-turn:mode=drop", "policy oldest-turn: mode must be one of prune | fold"),
+        # a value of the wrong type: the parameter, its type and the value
+        ("tool-prune:keep=three", "policy tool-prune: keep must be an integer; got 'three'"),
+        ("self-gc:target=lots", "policy self-gc: target must be a number; got 'lots'"),
+        ("tool-prune:protect_tokens=x", "policy tool-prune: protect_tokens must be an integer"),
     ],
 )
 def test_out_of_range_policy_values_are_refused_naming_the_parameter(spec, message):

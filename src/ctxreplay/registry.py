@@ -361,10 +361,12 @@ def _coerce(raw: str, tp: Any, field_name: str) -> Any:
         if low in ("0", "false", "no", "off"):
             return False
         raise ParameterError(f"{field_name} must be true or false; got {raw!r}")
-    if tp is int:
-        return int(raw.replace("_", ""))
-    if tp is float:
-        return float(raw.replace("_", ""))
+    if tp in (int, float):
+        try:
+            return tp(raw.replace("_", ""))
+        except ValueError:
+            kind = "an integer" if tp is int else "a number"
+            raise ParameterError(f"{field_name} must be {kind}; got {raw!r}") from None
     return raw
 
 

@@ -1,8 +1,9 @@
 """The ``ctxreplay`` group and its one error contract.
 
 A ``CtxreplayError`` (bad input, options or files) becomes one line on stderr, ``error: …``, and
-exit status 2, here and nowhere else; click's own usage errors keep their usage text and also exit
-2; anything else is a bug and keeps its traceback.
+exit status 2, here and nowhere else; so does each of click's own usage errors (a value out of
+range, a missing path, an unknown option), with the command's help named; anything else is a
+bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -25,8 +26,34 @@ def fail(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
+def usage_line(e: click.UsageError) -> str:
+    """Click's usage error as the one line: what is wrong, and where the help is."""
+    message = " ".join(e.format_message().split())
+    command = e.ctx.command_path if e.ctx is not None else "ctxreplay"
+    return f"{message} (see '{command} --help')"
+
+
 class Group(click.Group):
-    """Maps ``CtxreplayError`` to one line and exit 2, once for every command."""
+    """Maps ``CtxreplayError`` and click's usage errors to one line and exit 2, once for every
+    command."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as e:  # a group given no command: its help
+            click.echo(e.ctx.get_help() if e.ctx is not None else "")
+            sys.exit(e.exit_code)
+        except click.UsageError as e:
+            fail(usage_line(e), USER_ERROR)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        # standalone_mode=False returns an exit's code (--help, --version) instead of exiting
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -37,6 +64,7 @@ class Group(click.Group):
 
 
 @click.group(
+    "ctxreplay",
     cls=Group,
     context_settings={
         "auto_envvar_prefix": "CTXREPLAY",

@@ -25,7 +25,7 @@ def judges_cmd() -> None:
 
 @main.command("judge")
 @folder("run")
-@judge(help="flow · anchor · llm · truth · deps:path=LABELS (name[:key=value,...]).")
+@judge(help="The judge.")
 @judging
 @workers
 @engine

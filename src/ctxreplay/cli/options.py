@@ -139,10 +139,35 @@ judging = _combine(
 )
 
 
+class ListedOption(click.Option):
+    """An option whose help ends with a list made when the help is printed (the registered
+    judges, built-ins and entry points alike), not when the CLI loads."""
+
+    def __init__(self, *args: Any, listing: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listing = listing
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        base = self.help
+        self.help = f"{base} {self.listing()}".strip()
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.help = base
+
+
+def judge_names() -> str:
+    """The registered judges, for ``--judge``'s help."""
+    from ..judges.base import judges
+
+    names = " · ".join("deps:path=LABELS" if n == "deps" else n for n in judges.names())
+    return f"Judges: {names} (name[:key=value,...]; `ctxreplay judges` says what each does)."
+
+
 def judge(
     default: str | None = DEFAULT_JUDGE, help: str = "Judge label or name."
 ) -> Callable[[F], F]:
-    return option("--judge", default=default, help=help)
+    return option("--judge", default=default, help=help, cls=ListedOption, listing=judge_names)
 
 
 PathOrUri = Path | str
