@@ -151,3 +151,23 @@ def test_an_old_output_folder_without_a_record_is_not_trusted(tmp_path) -> None:
     again = _run(out, "--synth-sessions", "3")
     assert again.exit_code == 0, again.output
     assert "corpus: redoing (no record of how it was made)" in again.output
+
+
+def test_a_config_may_give_one_value_where_a_list_is_taken(tmp_path) -> None:
+    """``source = "traces.jsonl"`` is ``source = ["traces.jsonl"]`` (it once failed with "Value
+    must be an iterable"), for every repeatable option."""
+    from builders import FIXTURES
+
+    config = tmp_path / "run.toml"
+    out = tmp_path / "out"
+    config.write_text(
+        f'out = "{out}"\nsource = "{FIXTURES / "openai_chat" / "sessions.jsonl"}"\n'
+        'trigger = "user-turns"\npolicy = "tool-prune:keep=1"\nworkers = 1\nquiet = true\n'
+        "bootstrap = 50\n"
+    )
+    result = CliRunner().invoke(main, ["run", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "run" / "manifest.json").read_text())
+    assert list(manifest["policies"]) == ["tool-prune:keep=1"]
+    pipeline = json.loads((out / "pipeline.json").read_text())
+    assert "sessions.jsonl" in json.dumps(pipeline)

@@ -112,17 +112,17 @@ def info_cmd(corpus: Path | str) -> None:
 
 
 @main.command("sql")
-@click.argument("folder", type=Location(exists=True, file_okay=False))
+@click.argument("folder", type=Location(exists=True, file_okay=False), required=False)
 @click.argument("query", required=False)
 @option("--format", type=click.Choice(["table", "csv", "json"]), default="table", help="Output.")
 @option("--max-rows", type=click.IntRange(min=1), default=50, help="Rows shown as a table.")
 @option("--describe", is_flag=True, help="Print every table's columns with their meaning.")
 def sql_cmd(
-    folder: Path | str, query: str | None, format: str, max_rows: int, describe: bool
+    folder: Path | str | None, query: str | None, format: str, max_rows: int, describe: bool
 ) -> None:
     """Run SQL (DuckDB) over a corpus or run folder; its tables are views.
 
-    `--describe` lists the tables (and what each column holds) instead.
+    `--describe` lists the tables (and what each column holds) instead; it needs no folder.
     """
     import polars as pl
 
@@ -131,6 +131,8 @@ def sql_cmd(
     if describe:
         click.echo(schema.describe(), nl=False)
         return
+    if folder is None:
+        fail("give a corpus or run FOLDER and a QUERY, or --describe to list the tables", 2)
     if not query:
         fail("give a QUERY, or --describe to list the tables and their columns", 2)
     frame = query_folder(folder, query)

@@ -34,6 +34,9 @@ def _load_config(ctx: click.Context, _param: click.Parameter, value: Path | None
             raise click.BadParameter(
                 f"{value}: unknown key {key!r}; the keys are this command's options"
             )
+        param = next(p for p in ctx.command.params if p.name == name)
+        if getattr(param, "multiple", False) and isinstance(v, str):
+            v = [v]  # `source = "traces/"` for `source = ["traces/"]`: one value of a list
         values[name] = v
     ctx.default_map = {**(ctx.default_map or {}), **values}
 
