@@ -129,8 +129,10 @@ def test_info_reports_roles_outputs_and_rejects_by_reason(tmp_path) -> None:
     w.close([])
     info = corpus_info(Corpus(tmp_path / "c"))
     assert info["overview"].row(0, named=True)["sessions"] == 3
-    roles = dict(info["by_role"].select("role", "messages").iter_rows())
-    assert roles == {"assistant": 6, "system": 3, "tool": 3, "user": 3}
+    by_role = info["by_role"].group_by("role").agg(pl.col("messages").sum())
+    assert dict(by_role.iter_rows()) == {"assistant": 6, "system": 3, "tool": 3, "user": 3}
+    content = dict(info["by_content"].select("content", "messages").iter_rows())
+    assert content["tool results"] == 3 and sum(content.values()) == 15
     assert info["largest_outputs"]["tool_name"].to_list() == ["read_file"] * 3
     reject = info["rejects"].row(0, named=True)
     assert reject["reason"] == "orphan_tool_result" and "never made" in reject["meaning"]

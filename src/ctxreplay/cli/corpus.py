@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -50,7 +51,7 @@ def import_cmd(
     """Import trace files (formats auto-detected) into a Parquet corpus."""
     from ..datasets.ingest import import_paths
 
-    with _corpus_out(out, overwrite) as folder:
+    with _corpus_out(out, overwrite, keep=lambda: summary.sessions > 0) as folder:
         summary = import_paths(
             paths,
             folder,
@@ -64,7 +65,9 @@ def import_cmd(
         )
     click.echo(summary.render())
     if summary.sessions == 0:
-        fail("nothing was imported", 1)
+        fail(
+            f"nothing was imported, so no corpus was written at {out}{_why_none(paths, format)}", 1
+        )
     if strict and summary.rejects:
         fail(f"{summary.rejects} records rejected (--strict)", 1)
 
@@ -86,20 +89,51 @@ def synth_cmd(out: Path | str, sessions: int, seed: int, overwrite: bool, quiet:
     click.echo(summary.render())
 
 
+def _why_none(paths: tuple[Path, ...], forced: str | None) -> str:
+    """What the files look like, when a forced format read none of them."""
+    if forced is None:
+        return ""
+    from ..datasets.ingest import formats_found
+
+    found = formats_found(paths)
+    looks = ", ".join(f"{k} ({n} file{'s' if n != 1 else ''})" for k, n in found.most_common())
+    usable = [k for k in found if k not in ("none", "ambiguous", "unreadable", forced)]
+    hint = f"; re-run with --format {usable[0]} or without --format" if usable else ""
+    return f": --format {forced} read no session; by their content the files are {looks}{hint}"
+
+
 @contextlib.contextmanager
-def _corpus_out(out: Path | str, overwrite: bool) -> Iterator[Path]:
+def _corpus_out(
+    out: Path | str, overwrite: bool, keep: Callable[[], bool] = lambda: True
+) -> Iterator[Path]:
     """Where a corpus is built: ``out`` itself, or for a URI a local folder uploaded once the
     corpus is whole (nothing is uploaded when the build fails; with ``--overwrite`` the old
     corpus's files that the new one lacks are deleted after the upload, and it is never
-    downloaded)."""
+    downloaded). When the build fails, or ``keep()`` says the corpus is not worth keeping
+    (nothing imported), nothing is left at ``out`` that was not there before, so the corrected
+    command runs as it is."""
     stage = storage.Staged(out, replace=True)
+    local = None if storage.is_uri(out) else Path(out)
+    was_dir = local is not None and local.is_dir()
+    full = stage.existing or (
+        local is not None and (local.is_file() or (was_dir and any(local.iterdir())))
+    )
+    ours = False  # whether what is at `out` now is this build's to remove
+    kept = False
     try:
-        if stage.existing and not overwrite:
+        if full and not overwrite:
             raise CorpusError(f"{out} exists and is not empty (use --overwrite)")
+        ours = True
         yield stage.path
-        stage.close()
+        kept = keep()
+        if kept:
+            stage.close()
     finally:
         stage.close(upload_changes=False)
+        if ours and not kept and local is not None and local.exists():
+            shutil.rmtree(local) if local.is_dir() else local.unlink()
+            if was_dir:
+                local.mkdir()  # the (empty) folder the user made stays
 
 
 @main.command("info")

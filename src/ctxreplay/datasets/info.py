@@ -28,10 +28,24 @@ QUERIES: dict[str, str] = {
                sum(tokens)::BIGINT AS tokens, median(tokens) AS median_tokens,
                round(sum(tool_output_tokens) / nullif(sum(tokens), 0), 3) AS tool_output_share
         FROM sessions GROUP BY 1 ORDER BY 1""",
+    # by what a message holds as well as its role: Claude Code and Anthropic logs carry tool
+    # results in messages of role user, so a share by role alone hides most of the tool output
     "by_role": """
-        SELECT role, count(*) AS messages, sum(tokens)::BIGINT AS tokens,
+        SELECT role,
+               CASE WHEN tool_call_id IS NOT NULL THEN 'tool results'
+                    WHEN len(tool_call_ids) > 0 THEN 'tool calls'
+                    ELSE 'text' END AS content,
+               count(*) AS messages, sum(tokens)::BIGINT AS tokens,
                round(sum(tokens) / sum(sum(tokens)) OVER (), 3) AS share,
                count(*) FILTER (WHERE NOT visible) AS hidden_from_agent
+        FROM messages GROUP BY 1, 2 ORDER BY tokens DESC""",
+    "by_content": """
+        SELECT CASE WHEN tool_call_id IS NOT NULL THEN 'tool results'
+                    WHEN len(tool_call_ids) > 0 THEN 'tool calls'
+                    WHEN role IN ('system', 'developer') THEN 'system'
+                    ELSE 'text' END AS content,
+               count(*) AS messages, sum(tokens)::BIGINT AS tokens,
+               round(sum(tokens) / sum(sum(tokens)) OVER (), 3) AS share
         FROM messages GROUP BY 1 ORDER BY tokens DESC""",
     "largest_outputs": """
         SELECT m.session_id, s.source_session_id, m.seq, m.tool_name, m.tokens

@@ -22,10 +22,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from .importers import detect, get_importer, importers
+from .importers import AmbiguousFormat, detect, get_importer, importers
 from .importers.base import file_sha256
 from .messages import Session
-from .rejects import Reject, Tally, clip
+from .rejects import SKIPS, Reject, Tally, clip
 from .store import DEFAULT_CHUNK_BYTES, CorpusError, CorpusWriter, auto_buckets
 from .tokenizer import DEFAULT_TOKENIZER, get_tokenizer
 from .validate import MAX_MESSAGE_BYTES
@@ -111,11 +111,13 @@ class ImportSummary:
                 "  by format: " + ", ".join(f"{k} {v}" for k, v in sorted(self.by_format.items()))
             )
         skipped = sum(self.skipped.values())
-        why = ", ".join(f"{k} {v}" for k, v in sorted(self.skipped.items()))
         lines.append(
             f"records seen {self.records:,} = {self.sessions:,} sessions + {self.rejects:,} rejects"
-            f" + {skipped:,} skipped" + (f" ({why})" if why else "")
+            f" + {skipped:,} other records"
+            + (" (read, and not a session of their own):" if skipped else "")
         )
+        for reason, n in sorted(self.skipped.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"  {n:>9,} {reason}: {SKIPS.get(reason, reason)}")
         if self.unaccounted:
             lines.append(f"  {self.unaccounted} records unaccounted for: a bug, please report it")
         if self.rejected:
@@ -124,9 +126,10 @@ class ImportSummary:
                 lines.append(f"  {reason:<24} {n}")
             for example in self.examples[:5]:
                 lines.append(f"  e.g. {example}")
-            lines.append(
-                f'  (raw records kept: ctxreplay sql {self.corpus} "SELECT * FROM rejects")'
-            )
+            if self.sessions:  # a corpus of nothing is not kept (``ctxreplay import``)
+                lines.append(
+                    f'  (raw records kept: ctxreplay sql {self.corpus} "SELECT * FROM rejects")'
+                )
         else:
             lines.append("rejected 0 records")
         return "\n".join(lines)
@@ -144,6 +147,20 @@ def expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         else:
             out.append(p)
     return list(dict.fromkeys(out))
+
+
+def formats_found(paths: Iterable[str | os.PathLike[str]]) -> Counter[str]:
+    """Files by the format their content looks like (``none`` for none, ``ambiguous``): what
+    to tell a user whose forced ``--format`` read nothing."""
+    found: Counter[str] = Counter()
+    for path in expand(paths):
+        try:
+            found[detect(path) or "none"] += 1
+        except AmbiguousFormat:
+            found["ambiguous"] += 1
+        except OSError:
+            found["unreadable"] += 1
+    return found
 
 
 def detect_formats(files: list[Path], fmt: str | None) -> dict[Path, str | None]:

@@ -42,7 +42,7 @@ SKIPS: dict[str, str] = {
     "no_spans": "an OTel record that holds no span or log record",
     "in_session": "an OTel model call whose messages are all in its conversation's session",
     "no_session": "a record its importer read without error but made no session of",
-    "part_of_session": "a line read into a session another record of its file stands for (Claude Code and Codex log lines, logged Responses calls)",
+    "part_of_session": "a line holding more of a session another record of its file stands for: its messages (Claude Code and Codex log lines, logged Responses calls)",
     "no_message": "a Claude Code log line that is not a message (titles, snapshots, hook, queue and mode records), counted in its session's metadata",
     "duplicate_record": "a Claude Code log line repeating a uuid already read (re-emitted at a compaction): the first is kept",
 }
