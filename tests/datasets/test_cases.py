@@ -180,3 +180,28 @@ def test_a_context_that_splits_a_call_from_its_result_is_never_cut(tmp_path) -> 
         "accepts (a message between a tool call and its result; e.g. s-split@5)"
     ) in " ".join(out.output.split())
     assert read_cases(tmp_path / "c.parquet")[1]["unsendable_points"] == 2
+
+
+def test_sessions_without_a_case_are_counted_by_why(corpus: Corpus, tmp_path) -> None:
+    """s-c has one user turn: user-turns cuts nothing there, and says so; every:20 cuts nothing
+    in any (fewer request points), and the CLI prints the counts."""
+    from collections import Counter
+
+    why: Counter[str] = Counter()
+    cases = build_cases(corpus, [parse_trigger("user-turns")], no_case=why)
+    assert set(cases["session_id"]) == {"s-a", "s-b"}
+    assert why == Counter({"one user turn (user-turns cuts after the second and later ones)": 1})
+    why.clear()
+    build_cases(corpus, [parse_trigger("every:20")], no_case=why)
+    assert why == Counter({"fewer than 20 request points (every:20)": 3})
+    why.clear()
+    build_cases(corpus, [parse_trigger("tokens:100000")], no_case=why)
+    assert why == Counter({"its context never reaches 100,000 tokens at a request point": 3})
+    out = CliRunner().invoke(
+        main,
+        ["cases", str(corpus.path), "-o", str(tmp_path / "x.parquet"), "--trigger", "user-turns"],
+    )
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert "  1 session gave no case:" in lines
+    assert "          1 one user turn (user-turns cuts after the second and later ones)" in lines

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -238,6 +239,7 @@ def cases_cmd(
 
     skipped: list[tuple[str, int]] = []
     unsendable: list[tuple[str, int]] = []
+    no_case: Counter[str] = Counter()
     frame, path = cut_corpus(
         Corpus(corpus),
         out,
@@ -250,11 +252,19 @@ def cases_cmd(
         seed=seed,
         skipped=skipped,
         unsendable=unsendable,
+        no_case=no_case,
     )
     sessions = frame["session_id"].n_unique() if frame.height else 0
     click.echo(f"{frame.height} cases from {sessions} sessions → {path}")
     if frame.height == 0 and not cuts:
         click.echo(f"  no case: {why_no_cases(Corpus(corpus), trigger, window)}")
+    if no_case:
+        n = sum(no_case.values())
+        click.echo(f"  {n:,} session{'s' if n != 1 else ''} gave no case:")
+        for why, k in no_case.most_common():
+            click.echo(f"    {k:>7,} {why}")
+    if (suite or sample) and frame.height:
+        click.echo("  (--suite and --sample keep a selection of the cases cut)")
     if skipped:
         n = len({sid for sid, _ in skipped})
         click.echo(

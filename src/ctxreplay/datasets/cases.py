@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -324,6 +325,29 @@ def cut_points(shape: SessionShape, trigger: Trigger) -> list[tuple[int, str]]:
     raise CaseError(f"trigger {trigger.kind} does not cut by itself")
 
 
+def why_no_cut(shape: SessionShape, trigger: Trigger) -> str:
+    """Why ``trigger`` cut nothing in this session (which it did not): one reason of a few,
+    so that a summary can count sessions by it."""
+    points = sum(shape.request_point)
+    if not points:
+        if any(shape.unsendable):
+            return "every request point's recorded context splits a tool call from its result"
+        if not any(shape.user_turn):
+            return "no user turn: a case needs a user message before the request point"
+        return "no request point: no assistant message after a user turn with every call answered"
+    if trigger.kind == "user-turns":
+        if sum(shape.user_turn) <= 1:
+            return "one user turn (user-turns cuts after the second and later ones)"
+        return "no request point after its later user turns"
+    if trigger.kind == "tokens":
+        return f"its context never reaches {trigger.value:,} tokens at a request point"
+    if trigger.kind == "every":
+        return f"fewer than {trigger.value} request points (every:{trigger.value})"
+    if trigger.kind == "compactions":
+        return "no recorded compaction after a user turn"
+    return f"no request point matches {trigger.label}"
+
+
 def case_row(
     shape: SessionShape,
     index: int,
@@ -476,8 +500,11 @@ def build_cases(
     seed: int = 0,
     skipped: list[tuple[str, int]] | None = None,
     unsendable: list[tuple[str, int]] | None = None,
+    no_case: Counter[str] | None = None,
 ) -> pl.DataFrame:
     """All cases of a corpus as a frame (schema ``CASES``), in session and cut order.
+    ``no_case`` counts the sessions that gave no case, by why (``why_no_cut``; with several
+    triggers, each one's reason).
 
     ``cuts``: session id (or source id) → cuts (``read_cuts``). Optional cuts of
     sessions the corpus lacks are appended to ``skipped`` as (session, cut); if none of the
@@ -512,7 +539,9 @@ def build_cases(
         skipped.extend(missed)
     rows: list[dict[str, Any]] = []
     made: list[pa.Table] = []  # cases as Arrow a few thousand at a time (Python rows are large)
+    shaped = 0  # sessions with a visible message
     for shape in session_shapes(corpus):
+        shaped += 1
         if len(rows) >= CASE_ROWS:
             made.append(pa.Table.from_pylist(rows, schema=CASES))
             rows = []
@@ -539,6 +568,8 @@ def build_cases(
             found[index] = f"{found[index]}+cut" if index in found else "cut"
             if c.future_end is not None:
                 ends[index] = c.future_end
+        if not found and no_case is not None and shape.session_id not in explicit:
+            no_case[" · ".join(dict.fromkeys(why_no_cut(shape, t) for t in triggers))] += 1
         for index in sorted(found):
             rows.append(
                 case_row(
@@ -552,6 +583,8 @@ def build_cases(
             )
     made.append(pa.Table.from_pylist(rows, schema=CASES))
     frame = frame_of(pa.concat_tables(made)).sort(["session_id", "cut"])
+    if no_case is not None and triggers and len(source_of) > shaped:
+        no_case["no visible message"] += len(source_of) - shaped  # never shaped
     if suite:
         frame = select_suite(frame, suite)
     if sample is not None and sample < frame.height:
@@ -654,6 +687,7 @@ def cut_corpus(
     seed: int = 0,
     skipped: list[tuple[str, int]] | None = None,
     unsendable: list[tuple[str, int]] | None = None,
+    no_case: Counter[str] | None = None,
 ) -> tuple[pl.DataFrame, Path | str]:
     """``ctxreplay cases`` as a function: options as the CLI spells them, the cases written with a
     record of how they were made (what a run's manifest later fingerprints). ``skipped`` collects
@@ -674,6 +708,7 @@ def cut_corpus(
         seed=seed,
         skipped=missed,
         unsendable=bad,
+        no_case=no_case,
     )
     if skipped is not None:
         skipped.extend(missed)
