@@ -232,6 +232,29 @@ def test_code_copied_into_an_edit_is_a_verbatim_dependency() -> None:
     assert any('_hash("flag{xxxxxxxxxxxxxx}")' in a for a in lost(gone))
 
 
+def test_a_copied_span_is_shown_as_written_and_judged_as_before() -> None:
+    """A copied span's anchor is the text as the message wrote it, not its pieces joined by
+    spaces (``name : " Project Alpha " , type``, issue 28); what decides (the pieces, their
+    probe) is unchanged, so the verdict is the same."""
+    card = 'name: "Project Alpha", type: "internal research", owner: "Dana Whitfield"'
+    session = [
+        system(),
+        user("Write the project card."),
+        call("c1", "read_file", {"path": "projects.yaml"}),
+        result("c1", card + "\n"),
+        call("c2", "run", {"command": "ls"}),
+        result("c2", "projects.yaml"),
+        user("Now write it."),
+        call("c3", "create", {"path": "card.md", "text": f"card for {card}"}),
+    ]
+    assert judge_case(session, 7).label == "no_impact"
+    gone = judge_case(session, 7, prune("function:read_file:1"))
+    assert gone.label == "impact"
+    [copy] = [x for x in gone.losses if x.category == "verbatim_source"]
+    assert copy.anchor == card
+    assert copy.detail == f"copy of prefix message 3, used by copy: {card}"
+
+
 # --- a rule the user stated, still in force -------------------------------------------------
 
 
@@ -327,7 +350,7 @@ def test_a_span_copied_from_a_removed_output_is_lost_unless_obtained_again() -> 
         return [x.anchor for x in v.losses if x.category == "verbatim_source" and "(" in x.anchor]
 
     gone = judge_case(code_session(False), 5, prune("function:cat:1"))
-    assert any("ledger . post ( order_id" in span for span in copied_code(gone))
+    assert any("ledger.post(order_id" in span for span in copied_code(gone))  # as written
     # printed again before the edit: the copy comes from what the future obtained itself
     # (the path the pruned call passed is still a dependency, as a whole argument given again)
     shown = judge_case(code_session(True), 5, prune("function:cat:1"))

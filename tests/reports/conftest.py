@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from judged_run import DROPPED, POLICIES, UNSCORED
+from judged_run import DROPPED, POLICIES, UNSCORED, XSS, XSS_SESSION
 
 
 def judged_run(
@@ -97,6 +97,67 @@ def otel_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = judged_run(tmp_path_factory, "otel-report", imported, ["noop", "tool-prune"])
     assert os.listdir(run / "verdicts") == [slug("flow")]
     return run
+
+
+@pytest.fixture(scope="session")
+def xss_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A judged run whose trace holds ``XSS`` in a tool result that the next turn copies, in a
+    session named ``XSS_SESSION``: tool-prune:keep=1 loses it, so the payload is in the report's
+    example losses (anchor, case id, ``show`` command) as well as in its ids."""
+    from builders import call, make_corpus, result, say, system, user
+
+    rows = "\n".join(
+        f"order ORD-{77700 + i} total {100 + i}.40 EUR status shipped" for i in range(30)
+    )
+    messages = [
+        system(),
+        user("Look up the refund for the customer."),
+        call("c1", "get_orders", {"customer": "C-1"}),
+        result("c1", rows + f"\nnote: customer wrote {XSS} ORD-77731 refund 512.40 EUR"),
+        call("c2", "get_customer", {"customer": "C-1"}),
+        result("c2", "name: Ann\n" * 40),
+        call("c3", "get_tickets", {"customer": "C-1"}),
+        result("c3", "ticket T-1 open\n" * 40),
+        say("I have the orders."),
+        user("What did the customer write about the refund?"),
+        say(f"The customer wrote {XSS} ORD-77731 refund 512.40 EUR, so refund 512.40 EUR."),
+    ]
+
+    def corpus(path: Path) -> None:
+        make_corpus(path, {XSS_SESSION: messages, "plain": messages})
+
+    return judged_run(tmp_path_factory, "xss", corpus, ["noop", "tool-prune:keep=1"])
+
+
+#: the fold grid of the sweep run: self-gc folding everything, so no-impact leans on recovery
+FOLD = "self-gc:fold_min_tokens=50;short_tokens=10;commit_threshold=0"
+
+
+@pytest.fixture(scope="session")
+def sweep_run(
+    synth_corpus: Path, synth_cases: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A small sweep of the synthetic corpus: tool-prune keep=1..2 and ``FOLD`` (with their
+    defaults), noop, judged by flow and by gold dependency labels (strict and with recovery)."""
+    from ctxreplay.engines.sweep import run_sweep
+    from sweep_labels import write_labels
+
+    root = tmp_path_factory.mktemp("frontier")
+    cache = tmp_path_factory.getbasetemp() / "ctxreplay-cache"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CTXREPLAY_CACHE_DIR", str(cache))
+        labels = write_labels(synth_corpus, synth_cases, root / "labels")
+        run_sweep(
+            synth_corpus,
+            synth_cases,
+            ["tool-prune:keep=1..2", FOLD],
+            root / "run",
+            policies=["noop"],
+            labels=labels,
+            workers=2,
+            progress=False,
+        )
+    return root / "run"
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,6 @@ from ctxreplay.reports.recovery import (
     with_recovery_cost,
 )
 from ctxreplay.reports.render import render
-from sweep_labels import write_labels
 
 FOLD = "self-gc:fold_min_tokens=50;short_tokens=10;commit_threshold=0"
 
@@ -147,6 +146,100 @@ def test_level_ties_go_to_more_pruning_and_identical_levels_collapse() -> None:
     assert level_table(points.head(0), scored).height == 0
 
 
+def _priced_points() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``_hand_frames`` as whole frontier points (``POINTS_SCHEMA``): a1's no-impact (100 %) leans
+    on recovery, strictly 40 % with 1.5 recoveries per case; every other point pays nothing."""
+    points, scored = _hand_frames()
+    rows = []
+    for r in points.to_dicts():
+        strict, recoveries, via = r["no_impact_pct"], 0.0, 0.0
+        if r["policy"] == "a1":
+            strict, recoveries, via = 40.0, 1.5, 60.0
+        rows.append(
+            {
+                **dict.fromkeys(POINTS_SCHEMA),
+                **r,
+                "measure": "judge",
+                "judge": "flow",
+                "setting": "--policy",
+                "n": 10,
+                "pareto": False,
+                "recovery_pct": via,
+                "leans_on_recovery": via > 0,
+                "strict_no_impact_pct": strict,
+                "recoveries_per_case": recoveries,
+            }
+        )
+    return pl.DataFrame(rows, schema=POINTS_SCHEMA), scored
+
+
+def test_each_level_names_its_leader_by_strict_no_impact_and_what_the_leader_pays() -> None:
+    points, scored = _priced_points()
+    table = level_table(points, scored, step=10.0)
+    zero = table.filter(pl.col("level_pct") == 0.0).row(0, named=True)
+    # a1 leads by no-impact (100 %), leaning on recovery; b1 leads strictly (80 % against 40 %)
+    assert (zero["leader"], zero["leader_leans_on_recovery"]) == ("a1", True)
+    assert (zero["leader_strict_no_impact_pct"], zero["leader_recoveries_per_case"]) == (40.0, 1.5)
+    assert (zero["strict_leader"], zero["strict_leader_family"]) == ("b1", "B")
+    assert zero["strict_leader_strict_no_impact_pct"] == zero["strict_leader_no_impact_pct"] == 80
+    assert zero["strict_leader_leans_on_recovery"] is False
+    # the rivals' price too
+    assert set(table["rival_leans_on_recovery"].drop_nulls()) == {False}
+    ten = table.filter(pl.col("level_pct") == 10.0).row(0, named=True)
+    assert ten["leader"] == ten["strict_leader"] == "b1"
+    # without the price in the points, the strict leader is empty
+    assert level_table(*_hand_frames(), step=10.0)["strict_leader"].null_count() == 5
+
+
+def test_the_level_tables_name_each_level_once_and_mark_a_pass_through_recovery() -> None:
+    """A level has a row per other family; naming the level (and its leader) on each repeated
+    ``≥ 0%`` (issue 28). The leaders have one line per level (and one for the strict leader);
+    the comparisons name the level on its first line; a leader leaning on recovery is †."""
+    from ctxreplay.reports.formatting import MARK_NOTE, fit_table
+    from ctxreplay.reports.frontier import Frontier
+
+    points, scored = _priced_points()
+    frontier = Frontier(
+        points=points,
+        levels=level_table(points, scored, step=10.0),
+        measures={"judge": "flow"},
+        pruning_column="editable_pruning",
+        sweep={},
+    )
+    _, leaders, rivals = frontier.displays()
+    assert fit_table(leaders, 0) == [
+        "level  best by           leader  prune %  no-impact %  strict no-impact %  recoveries/case",
+        "─────  ────────────────  ──────  ───────  ───────────  ──────────────────  ───────────────",
+        "≥ 0%   no-impact         a1         5.00     100.00 †               40.00             1.50",
+        "       strict no-impact  b1        15.00      80.00                 80.00             0.00",
+        "≥ 10%  no-impact         b1        15.00      80.00                 80.00             0.00",
+        "       strict no-impact  b1        15.00      80.00                 80.00             0.00",
+        "≥ 20%  no-impact         a2        25.00      60.00                 60.00             0.00",
+        "       strict no-impact  a2        25.00      60.00                 60.00             0.00",
+        "≥ 30%  no-impact         b2        35.00      40.00                 40.00             0.00",
+        "       strict no-impact  b2        35.00      40.00                 40.00             0.00",
+    ]
+    assert leaders.footer[0] == MARK_NOTE
+    assert fit_table(rivals, 0)[2:] == [
+        "≥ 0%   B          b1                15.00        80.00               80.00  20.00        10"
+        "  2  0      0.5       0.5",
+        "       C          c1                 0.00        50.00               50.00  50.00        10"
+        "  5  0   0.0625     0.125",
+        "≥ 10%  A          a2                25.00        60.00               60.00  20.00        10"
+        "  2  0      0.5       0.5",
+        "≥ 20%  B          b2                35.00        40.00               40.00  20.00        10"
+        "  2  0      0.5       0.5",
+    ]
+    for d in (leaders, rivals):
+        named = [row[0] for row in d.rows if row[0]]
+        assert len(named) == len(set(named)), d.title  # no level twice
+    # split into column groups, each group repeats the level and the family compared with
+    narrow = fit_table(rivals, 60)
+    heads = [line for line in narrow if line.startswith("level")]
+    assert len(heads) > 1 and all(h.startswith("level  vs family  ") for h in heads)
+    assert sum(line.startswith("       C          ") for line in narrow) == len(heads)
+
+
 # --- the price of recovery --------------------------------------------------------------------
 
 
@@ -193,28 +286,8 @@ def test_recovery_cost_arithmetic_by_hand() -> None:
 # --- a sweep run ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def sweep_run(
-    synth_corpus: Path, synth_cases: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    from ctxreplay.engines.sweep import run_sweep
-
-    root = tmp_path_factory.mktemp("frontier")
-    cache = tmp_path_factory.getbasetemp() / "ctxreplay-cache"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CTXREPLAY_CACHE_DIR", str(cache))
-        labels = write_labels(synth_corpus, synth_cases, root / "labels")
-        run_sweep(
-            synth_corpus,
-            synth_cases,
-            ["tool-prune:keep=1..2", FOLD],
-            root / "run",
-            policies=["noop"],
-            labels=labels,
-            workers=2,
-            progress=False,
-        )
-    return root / "run"
+# the sweep run itself (``sweep_run``: tool-prune keep=1..2, the fold grid ``FOLD``, noop, gold
+# labels) is a session fixture of conftest.py, shared with the HTML page's browser test
 
 
 @pytest.fixture(scope="module")
@@ -380,16 +453,17 @@ def test_every_format_has_the_frontier(report, tmp_path: Path) -> None:
             assert heading in text, heading
         assert "strict no-impact %" in text and "Recovery price:" in text
     assert "## Frontier (judge flow): points by family" in markdown
+    # strict no-impact and recoveries per case beside no-impact (padded where the fold's is †)
     assert (
-        "noop        noop                                                     73     0.00       "
-        "100.00  [95.00, 100.00]  ★                   100.00  [95.00, 100.00]             0.00"
+        "noop        noop                                                     73     0.00     "
+        "100.00                100.00             0.00  [95.00, 100.00]  ★       [95.00, 100.00]"
         "                 0.00                     0"
     ) in terminal.splitlines()
     # noop is on the Pareto set of the judge's points and of the strict gold labels' points
     noop_rows = [line for line in markdown.splitlines() if line.startswith("| noop | noop |")]
     assert [line for line in noop_rows if "★" in line] == [
-        "| noop | noop | 73 | 0.00 | 100.00 | [95.00, 100.00] | ★ | 100.00 | [95.00, 100.00] "
-        "| 0.00 | 0.00 | 0 |",
+        "| noop | noop | 73 | 0.00 | 100.00 | 100.00 | 0.00 | [95.00, 100.00] | ★ "
+        "| [95.00, 100.00] | 0.00 | 0 |",
         "| noop | noop | 20 | 0.00 | 100.00 | [83.89, 100.00] | ★ |",
     ]
     assert 'id="frontier"' in html and html.count("data:image/png;base64,") == 2

@@ -279,11 +279,13 @@ def test_a_run_without_verdicts_still_reports_pruning_and_cost(otel_run: Path, t
     markdown = r.render("markdown").splitlines()
     assert "- judge: `–` (0 verdicts)" in markdown and f"- note: {note}" in markdown
     assert r.render("csv").splitlines()[2:4] == [
-        "noop,noop,1,1,0,0,0,0,0.0,0.0,0.0,0.0,,,,,,,0,,,,,,,,",
-        "tool-prune,tool-prune,1,1,0,0,0,0,0.0,0.0,0.0,0.0,,,,,,,0,,,,,,,,",
+        "noop,noop,1,1,0,0,0,0,0.0,0.0,0.0,0.0,,,,,,,false,0,,,,,,,,",
+        "tool-prune,tool-prune,1,1,0,0,0,0,0.0,0.0,0.0,0.0,,,,,,,false,0,,,,,,,,",
     ]
     assert json.loads(r.render("json"))["meta"]["judge"] is None
-    assert html.escape(note) in r.render("html")
+    # in the page, the command is an id-like token: one line, selected whole by a click
+    command = f'<code class="tok">{html.escape(f"ctxreplay judge {bare}")}</code>'
+    assert f"note: no verdicts yet: run {command}" in r.render("html")
 
 
 def test_judge_none_takes_the_only_judge(otel_run: Path, small_run: Path):

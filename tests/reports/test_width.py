@@ -30,7 +30,8 @@ def _squeeze(text: str) -> str:
 def parse_table(lines: list[str], d: Display, end: str) -> dict[tuple[int, str], str]:
     """The cells of ``d`` read back from its terminal lines (from its title to the line
     ``end``), by (row, header without spaces): column groups joined, wrapped headers and cells
-    put together again. Checks that every group repeats the first column with the same cells."""
+    put together again. Checks that every group repeats the identity columns (``d.identity``)
+    with the same cells."""
     section = lines[lines.index(d.title) + 1 : lines.index(end)]
     chunks: list[list[str]] = [[]]
     for line in section:
@@ -63,16 +64,17 @@ def parse_table(lines: list[str], d: Display, end: str) -> dict[tuple[int, str],
             else:
                 break
         assert len(rows) == len(d.rows), (d.title, rows)
-        column = [r[0] for r in rows]
-        assert first is None or column == first  # the policy column, repeated
+        column = [tuple(r[: d.identity]) for r in rows]
+        assert first is None or column == first  # the identity columns, repeated
         first = column
-        for i, header in enumerate(headers[1:], 1):
+        for i, header in enumerate(headers[d.identity :], d.identity):
             seen.append(_squeeze(header))
             for n, r in enumerate(rows):
                 cells[(n, _squeeze(header))] = r[i]
     for n, r in enumerate(first or []):
-        cells[(n, _squeeze(d.headers[0]))] = r
-    assert sorted(seen) == sorted(_squeeze(h) for h in d.headers[1:])  # each column once
+        for header, cell in zip(d.headers, r, strict=False):
+            cells[(n, _squeeze(header))] = cell
+    assert sorted(seen) == sorted(_squeeze(h) for h in d.headers[d.identity :])  # each once
     return cells
 
 
@@ -129,7 +131,8 @@ def test_the_no_impact_figures_read_back_at_80_columns(report) -> None:
         assert got[(n, "policy")] == row["policy"]
         assert got[(n, "n")] == str(row["n"])
         assert got[(n, "prune%")] == f"{row['pruning_pct']:.2f}"
-        assert got[(n, "no-impact%")] == f"{row['no_impact_pct']:.2f}"
+        mark = " †" if row["leans_on_recovery"] else ""  # a pass leaning on recovery
+        assert got[(n, "no-impact%")] == f"{row['no_impact_pct']:.2f}{mark}"
         assert got[(n, "Wilson95%CI")] == f"[{row['wilson_lo']:.2f}, {row['wilson_hi']:.2f}]"
         assert got[(n, "cluster95%CI")] == f"[{row['boot_lo']:.2f}, {row['boot_hi']:.2f}]"
 
@@ -205,6 +208,158 @@ def test_commands_break_between_arguments_and_still_paste() -> None:
     assert wrap_command(cmd, 0, "$ ") == ["$ " + cmd]
 
 
+def test_labels_are_never_cut_and_text_wraps_at_parameter_boundaries() -> None:
+    """A policy label longer than its column heads its row whole on a line of its own (it was
+    cut mid-word: ``self-gc:short_tokens=10,fo`` / ``ld_min_tokens``); free text wraps after
+    ``,`` ``;`` ``:`` and spaces, never inside a word; a † after a figure keeps the column
+    aligned."""
+    d = Display(
+        "t",
+        "T",
+        "",
+        ("policy", "n", "no-impact %", "reason"),
+        (
+            (
+                "self-gc:short_tokens=10,fold_min_tokens=50",
+                "12",
+                "96.08 †",
+                "planner failed: fold_min_tokens=50;short_tokens=10,commit_threshold=0 over budget",
+            ),
+            ("oldest-turn:target=0.1", "3", "100.00", "ok"),
+        ),
+        (False, True, True, False),
+    )
+    assert fit_table(d, 60) == [
+        "policy                                       n  no-impact %",
+        "──────────────────────────────────────────  ──  ───────────",
+        "self-gc:short_tokens=10,fold_min_tokens=50  12      96.08 †",
+        "oldest-turn:target=0.1                       3     100.00",
+        "",
+        "policy                  reason",
+        "──────────────────────  ────────────────────────────────────",
+        "self-gc:short_tokens=10,fold_min_tokens=50",
+        "                        planner failed: fold_min_tokens=50;",
+        "                        short_tokens=10,commit_threshold=0",
+        "                        over budget",
+        "oldest-turn:target=0.1  ok",
+    ]
+
+
+def test_every_column_group_repeats_the_row_identity() -> None:
+    """A frontier point is named by its family and its setting: every column group repeats
+    both (it repeated the family alone, so ``self-gc`` rows could not be told apart), and a
+    setting too long for its column heads the row whole."""
+    d = Display(
+        "f",
+        "F",
+        "",
+        (
+            "family",
+            "point",
+            "n",
+            "prune %",
+            "no-impact %",
+            "strict no-impact %",
+            "recoveries/case",
+            "extra requests/case",
+        ),
+        (
+            ("tool-prune", "keep=1", "73", "75.71", "15.69", "15.69", "0.00", "0.00"),
+            (
+                "self-gc",
+                "fold_min_tokens=50, short_tokens=10",
+                "73",
+                "44.93",
+                "96.08 †",
+                "67.16",
+                "0.57",
+                "0.57",
+            ),
+        ),
+        (False, False, True, True, True, True, True, True),
+        identity=2,
+    )
+    assert fit_table(d, 64) == [
+        "family      point                   n  prune %  no-impact %",
+        "──────────  ─────────────────────  ──  ───────  ───────────",
+        "tool-prune  keep=1                 73    75.71      15.69",
+        "self-gc     fold_min_tokens=50, short_tokens=10",
+        "                                   73    44.93      96.08 †",
+        "",
+        "                                      strict",
+        "                                   no-impact",
+        "family      point                          %  recoveries/case",
+        "──────────  ─────────────────────  ─────────  ───────────────",
+        "tool-prune  keep=1                     15.69             0.00",
+        "self-gc     fold_min_tokens=50, short_tokens=10",
+        "                                       67.16             0.57",
+        "",
+        "                                                         extra",
+        "family      point                                requests/case",
+        "──────────  ───────────────────────────────────  ─────────────",
+        "tool-prune  keep=1                                        0.00",
+        "self-gc     fold_min_tokens=50, short_tokens=10           0.57",
+    ]
+
+
+def test_audit_prints_anchors_whole_and_every_show_command_on_a_line_of_its_own() -> None:
+    """``audit --category``'s losses as records: ids whole, the anchor as the trace wrote it,
+    and the ``show`` command whole on its own line at any width (a table cut it)."""
+    from ctxreplay.reports.render import render_audit
+
+    show = (
+        "ctxreplay show '/tmp/a run/with a long path/that goes on/run' synth-docs-00001@24 "
+        "--policy 'self-gc:short_tokens=10,fold_min_tokens=50' --judge flow"
+    )
+    frame = pl.DataFrame(
+        {
+            "policy": ["self-gc:short_tokens=10,fold_min_tokens=50"] * 2,
+            "category": ["verbatim_source"] * 2,
+            "case_id": ["synth-docs-00001@24", "synth-docs-00001@30"],
+            "session_id": ["synth-docs-00001"] * 2,
+            "anchor": ['"Project Alpha", type', "line one\n  line two"],
+            "source_object": ["function:read_file:3", None],
+            "need_seq": [27, 31],
+            "detail": ['copy of prefix message 5, used by copy: "Project Alpha", type', None],
+            "show": [show, show.replace("@24", "@30")],
+        }
+    )
+    assert render_audit(frame, max_rows=1, width=60).splitlines() == [
+        "self-gc:short_tokens=10,fold_min_tokens=50 · synth-docs-00001@24 · from "
+        "function:read_file:3, needed at seq 27",
+        '  lost: "Project Alpha", type',
+        '  how: copy of prefix message 5, used by copy: "Project',
+        '       Alpha", type',
+        f"  $ {show}",
+        "… 1 more (--max-rows)",
+    ]
+    assert render_audit(frame, width=0).splitlines()[4:] == [
+        "self-gc:short_tokens=10,fold_min_tokens=50 · synth-docs-00001@30 · from –, needed at "
+        "seq 31",
+        "  lost: line one line two",
+        f"  $ {show.replace('@24', '@30')}",
+    ]
+
+
+def test_audit_cli_never_cuts_a_command(small_run: Path) -> None:
+    from ctxreplay.reports import audit
+
+    category = audit(small_run, "verbatim_source")
+    assert category.height
+    out = CliRunner().invoke(
+        main,
+        ["audit", str(small_run), "--category", "verbatim_source", "--max-rows", "500"],
+        env={"COLUMNS": "60"},
+    )
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0] == f"{category.height} verbatim_source losses"
+    assert [line for line in lines if line.startswith("  $ ")] == [
+        f"  $ {cmd}" for cmd in category["show"].to_list()
+    ]
+    assert "…" not in "".join(line for line in lines if "$" in line)
+
+
 # --- examples -------------------------------------------------------------------------------
 
 
@@ -251,7 +406,7 @@ def test_examples_n_bounds_every_format(small_run: Path, tmp_path: Path) -> None
     assert len(rows) == 1 + 3
     page = report.render("html")
     table = page.split('<table id="examples">')[1].split("</table>")[0]
-    assert table.count("<tr>") == 1 + 3
+    assert table.count('<tr class="loss">') == 3  # each loss's command on the row under it
     assert "3 of 140 losses shown" in page
     none = build_report(small_run, bootstrap=20, examples=0)
     lines = none.render("terminal", width=0).splitlines()

@@ -418,6 +418,27 @@ def test_copied_runs_from_their_hits_are_the_runs_of_every_gram() -> None:
     assert checked > 300  # most cases copy something
 
 
+def test_a_copied_span_reads_as_its_message_wrote_it() -> None:
+    """``copied_spans`` are where ``copied_runs`` are; ``piece_text`` gives their text as the
+    message had it (spaces as written, runs of whitespace one space), not the pieces joined by
+    spaces that a person read as ``" Project Alpha " , type`` (issue 28)."""
+    text = 'card:\n  name:  "Project Alpha",\ttype: /tmp/out/page-a41aa94f.md\n'
+    words = facts.pieces(text)
+    found = facts.grams(words, 3)
+    hits = [(j, 0) for j in range(2, len(found))]
+    [(src, start, stop)] = facts.copied_spans(words, hits, 3)
+    assert facts.copied_runs(words, hits, 3) == [(src, " ".join(words[start:stop]))]
+    assert (
+        " ".join(words[start:stop])
+        == 'name : " Project Alpha " , type : / tmp / out / page - a41aa94f . md'
+    )
+    assert (
+        facts.piece_text(text, start, stop)
+        == 'name: "Project Alpha", type: /tmp/out/page-a41aa94f.md'
+    )
+    assert facts.piece_text(text, 0, 2) == "card:"
+
+
 SPACES = ["\u00a0", "\u2003", "\u3000", "\x0b", "\x1c", "\u2028", "\u0301", "ٯ", "_", "\r\n"]
 
 

@@ -55,8 +55,9 @@ REPORT_FORMATS = ["terminal", "markdown", "csv", "json", "html"]
     type=click.IntRange(min=0),
     default=None,
     help=f"Line width of the terminal format; tables wrap their text and split into column "
-    f"groups, never cutting a number; 0: no limit, one line per row [default: the terminal's, "
-    f"{DEFAULT_WIDTH} when the output is not a terminal; at least {MIN_WIDTH}].",
+    f"groups that repeat each row's policy, never cutting a number, an id or a command (a label "
+    f"too long for its column heads its row); 0: no limit, one line per row [default: the "
+    f"terminal's, {DEFAULT_WIDTH} when the output is not a terminal; at least {MIN_WIDTH}].",
 )
 def report_cmd(
     run: Path,
@@ -133,8 +134,6 @@ def audit_cmd(
     """List the losses of one category with their evidence, (``--missed deps:LABELS``) the
     labelled dependencies the judge missed, or (``--disagreements``) the cases where judges
     disagree, for a person to inspect."""
-    import polars as pl
-
     from ..reports import audit
 
     if judges is not None and not disagreements:
@@ -162,14 +161,11 @@ def audit_cmd(
         click.echo(f"no {category} losses{under}")
         return
     click.echo(f"{frame.height} {category} losses{under}")
-    with pl.Config(
-        tbl_rows=max_rows,
-        tbl_cols=-1,
-        fmt_str_lengths=70,
-        tbl_width_chars=220,
-        tbl_hide_dataframe_shape=True,
-    ):
-        echo_text(frame.head(max_rows))
+    from ..reports.formatting import terminal_width
+    from ..reports.render import render_audit
+
+    # each loss's `show` command on a line of its own, whole: a table would cut it to fit
+    echo_text(render_audit(frame, max_rows, terminal_width(None)))
 
 
 @main.command("export-verdicts")

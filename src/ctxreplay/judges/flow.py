@@ -50,13 +50,14 @@ from ..text.facts import (
     Fact,
     LineIndex,
     Weights,
-    copied_runs,
+    copied_spans,
     facts_of,
     gram_set,
     grams,
     index_of,
     json_pairs,
     key_words,
+    piece_text,
     pieces,
     raw_document_frequency,
     shape_floor,
@@ -825,7 +826,8 @@ class FlowJudge(Judge):
                 held = held.difference(*info_m.shared_since(cut, obtained_grams))
             places = info_m.gram_at() if held else {}
             hits = sorted((j, latest_gram[g]) for g in held for j in places[g])
-            for pos, span in copied_runs(info_m.said, hits):
+            for pos, start, stop in copied_spans(info_m.said, hits):
+                span = " ".join(info_m.said[start:stop])  # what is looked up and weighed
                 i, info = sources[pos]
                 if len(squash(span)) < p.min_copy or squash(span) in always_sq:
                     continue
@@ -835,8 +837,10 @@ class FlowJudge(Judge):
                 span_tokens = token_set(span)
                 if sum(w(t) for t in span_tokens) < enough:
                     continue  # boilerplate shared by many sessions
-                fact = Fact("copy", span, (squash(span),), span_tokens)
-                use(i, fact, m, "copy", span[:80])
+                # shown as the message wrote it; ``span`` (its pieces joined) decides
+                shown = piece_text(info_m.text, start, stop)
+                fact = Fact("copy", span, (squash(span),), span_tokens, shown=shown)
+                use(i, fact, m, "copy", shown[:80])
             # 6. a rule the user stated earlier that the future acts on (its key phrase again)
             for pos in reversed(found.ruled):
                 i, info = sources[pos]
@@ -897,7 +901,8 @@ class FlowJudge(Judge):
                 continue
             category = _category(u, item, blocker, bool(hidden_sq) and u.fact.in_text(hidden_sq))
             detail = f"{u.fact.kind} of prefix message {u.source}, used by {u.how}: {u.evidence}"
-            losses.append(Loss(category, u.fact.text, u.source_object, u.need_seq, detail))
+            anchor = u.fact.shown or u.fact.text
+            losses.append(Loss(category, anchor, u.source_object, u.need_seq, detail))
         return tally("facts used", losses, len(uses), recoverable)
 
 

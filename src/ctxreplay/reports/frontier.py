@@ -12,7 +12,15 @@ report's judge, and when the sweep judged dependency labels too, the gold labels
 - ``levels``: for each pruning level L (0, 10, 20, … %), among the points that prune at least
   L %, the one with the best no-impact (the *leader*; ties go to more pruning) against the best
   point of every other family at that level: the difference in no-impact and an exact McNemar
-  test on the cases both scored, Holm-adjusted across the comparisons of that level.
+  test on the cases both scored, Holm-adjusted across the comparisons of that level. Beside the
+  leader, what its no-impact costs (strict no-impact, recoveries per case, whether it leans on
+  recovery) and the *strict leader*, the best by strict no-impact (the pick of a user who will
+  not pay for recoveries); each rival's price likewise.
+
+Rendered (``Frontier.displays``), per measure: the points by family; the leaders, one line per
+level (a second for the strict leader), a no-impact that leans on recovery marked †; and the
+comparisons, a level named on its first line only (it has one line per other family, and
+naming it on each repeated ``≥ 0%``).
 
 A point is *dominated* when another point has at least its pruning and at least its no-impact,
 one of them strictly greater; the Pareto set is the points nobody dominates. Points without a
@@ -33,8 +41,28 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from . import stats
-from .formatting import Display, ci, count, display, num, pval, recovery_columns, recovery_lines
-from .recovery import ASSUMPTION, RECOVERY_SCHEMA, archive_costs, with_recovery_cost
+from .formatting import (
+    Column,
+    Display,
+    ci,
+    count,
+    display,
+    marked,
+    no_impact_cell,
+    num,
+    pval,
+    recovery_columns,
+    recovery_lines,
+    strict_columns,
+)
+from .recovery import (
+    ASSUMPTION,
+    RECOVERY_SCHEMA,
+    archive_costs,
+    leans_on_recovery,
+    row_leans_on_recovery,
+    with_recovery_cost,
+)
 from .tables import SCORED, best_row, discordant, pairs, policy_summary
 from .tables import outcomes as outcomes_of
 
@@ -71,6 +99,7 @@ POINTS_SCHEMA: dict[str, Any] = {
     "wilson_hi": pl.Float64,
     "pareto": pl.Boolean,
     "recovery_pct": pl.Float64,
+    "leans_on_recovery": pl.Boolean,  # some scored case passes only through recovery (†)
     **RECOVERY_SCHEMA,
 }
 
@@ -81,10 +110,27 @@ LEVELS_SCHEMA: dict[str, Any] = {
     "leader_family": pl.String,
     "leader_pruning_pct": pl.Float64,
     "leader_no_impact_pct": pl.Float64,
+    # what the leader's no-impact costs in recoveries: strict no-impact (no loss and no
+    # recovery), recoveries per case, and whether it leans on recovery (marked †)
+    "leader_strict_no_impact_pct": pl.Float64,
+    "leader_recoveries_per_case": pl.Float64,
+    "leader_leans_on_recovery": pl.Boolean,
+    # the leader by strict no-impact (ties: more pruning): a user who won't pay for recoveries
+    # picks it; null where the points have no strict figure
+    "strict_leader": pl.String,
+    "strict_leader_family": pl.String,
+    "strict_leader_pruning_pct": pl.Float64,
+    "strict_leader_no_impact_pct": pl.Float64,
+    "strict_leader_strict_no_impact_pct": pl.Float64,
+    "strict_leader_recoveries_per_case": pl.Float64,
+    "strict_leader_leans_on_recovery": pl.Boolean,
     "family": pl.String,  # the other family; null when no other family reaches the level
     "rival": pl.String,
     "rival_pruning_pct": pl.Float64,
     "rival_no_impact_pct": pl.Float64,
+    "rival_strict_no_impact_pct": pl.Float64,
+    "rival_recoveries_per_case": pl.Float64,
+    "rival_leans_on_recovery": pl.Boolean,
     "diff_pct": pl.Float64,  # leader − rival no-impact, percentage points
     "n_shared": pl.Int64,
     "b": pl.Int64,  # leader no-impact, rival impact
@@ -140,6 +186,9 @@ def level_table(
     points pruning at least L %. b = shared cases where the leader is no-impact and the rival
     not, c = the reverse; p = exact McNemar on (b, c); p_holm adjusts across the rivals of the
     level. A level where no other family has a candidate has one row with the rival empty.
+    With the points' ``strict_no_impact_pct``, ``recoveries_per_case`` and ``recovery_pct``
+    (``POINTS_SCHEMA``), each row also has the leader's and the rival's price and the level's
+    strict leader; without them those columns are empty.
     """
     live = points.filter(pl.col("no_impact_pct").is_not_nan() & pl.col("pruning_pct").is_not_nan())
     rows: list[dict[str, Any]] = []
@@ -162,6 +211,8 @@ def level_table(
             "leader_family": leader["family"],
             "leader_pruning_pct": leader["pruning_pct"],
             "leader_no_impact_pct": leader["no_impact_pct"],
+            **_price("leader", leader),
+            **_strict_leader(candidates),
         }
         level_rows = []
         others = candidates.filter(pl.col("family") != leader["family"])
@@ -176,6 +227,7 @@ def level_table(
                     "rival": rival["policy"],
                     "rival_pruning_pct": rival["pruning_pct"],
                     "rival_no_impact_pct": rival["no_impact_pct"],
+                    **_price("rival", rival),
                     "diff_pct": leader["no_impact_pct"] - rival["no_impact_pct"],
                     "n_shared": shared,
                     "b": b,
@@ -197,6 +249,34 @@ def level_table(
             )
         rows.extend(level_rows)
     return pl.DataFrame(rows, schema=LEVELS_SCHEMA)
+
+
+def _price(role: str, point: dict[str, Any]) -> dict[str, Any]:
+    """A ranked point's strict no-impact, recoveries per case and whether it leans on recovery,
+    as the ``role_…`` columns of its level row (null where the points have no price)."""
+    return {
+        f"{role}_strict_no_impact_pct": point.get("strict_no_impact_pct"),
+        f"{role}_recoveries_per_case": point.get("recoveries_per_case"),
+        f"{role}_leans_on_recovery": row_leans_on_recovery(point),
+    }
+
+
+def _strict_leader(candidates: pl.DataFrame) -> dict[str, Any]:
+    """The ``strict_leader…`` columns of a level: its best point by strict no-impact (ties: more
+    pruning, then the label), none where the points have no strict figure."""
+    if "strict_no_impact_pct" not in candidates.columns:
+        return {}
+    strict = candidates.filter(pl.col("strict_no_impact_pct").is_not_nan())
+    if strict.height == 0:
+        return {}
+    best = best_row(strict, "strict_no_impact_pct")
+    return {
+        "strict_leader": best["policy"],
+        "strict_leader_family": best["family"],
+        "strict_leader_pruning_pct": best["pruning_pct"],
+        "strict_leader_no_impact_pct": best["no_impact_pct"],
+        **_price("strict_leader", best),
+    }
 
 
 # --- from a run -----------------------------------------------------------------------------
@@ -325,78 +405,164 @@ class Frontier:
         )
 
     def displays(self) -> list[Display]:
+        """Per measure: its points by family, the leaders per pruning level (by no-impact and
+        by strict no-impact, one row per level), and each level's leader against the best
+        point of every other family (the level named on its first row only)."""
         out = []
         for measure in self.measures:
             pts = self.points.filter(pl.col("measure") == measure)
             lv = self.levels.filter(pl.col("measure") == measure)
-            columns = [
-                ("family", lambda r: r["family"], False),
-                (
-                    "point",
-                    lambda r: r["policy"] if r["setting"] == "--policy" else r["setting"],
-                    False,
-                ),
-                ("n", lambda r: count(r["n"]), True),
-                ("prune %", lambda r: num(r["pruning_pct"]), True),
-                ("no-impact %", lambda r: num(r["no_impact_pct"]), True),
-                ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
-                ("Pareto", lambda r: "★" if r["pareto"] else "", False),
-                *recovery_columns(pts),
+            out += [
+                self._points_display(measure, pts),
+                self._leaders_display(measure, pts, lv),
+                self._rivals_display(measure, pts, lv),
             ]
-            footer = [
-                self.pruning_basis,
-                *(
-                    recovery_lines(pts)
-                    or ("No point leans on recovery: strict no-impact = no-impact.",)
-                ),
-            ]
-            out.append(
-                display(
-                    f"frontier_{measure}",
-                    f"Frontier ({self.title(measure)}): points by family",
-                    "Each sweep point, by family, sorted by pruning; no-impact with its Wilson 95% "
-                    "CI over scored cases. ★ = on the Pareto set over all points (no other point "
-                    "has at least its pruning and its no-impact, one strictly more).",
-                    columns,
-                    pts.to_dicts(),
-                    footer,
-                )
-            )
-            out.append(
-                display(
-                    f"frontier_levels_{measure}",
-                    f"Frontier ({self.title(measure)}): the leading point per pruning level",
-                    f"Level L: among the points that prune at least L % (steps of {self.step:g}), "
-                    "the leader has the best no-impact (ties: more pruning); it is compared with "
-                    "the best point of every other family at that level on the cases both scored. "
-                    "Δ = leader − rival no-impact in percentage points; b = leader no-impact where "
-                    "the rival lost, c = the reverse; exact McNemar, Holm across the comparisons "
-                    "of the level. Consecutive levels with the same comparisons share one line.",
-                    [
-                        ("level", lambda r: r["_levels"], False),
-                        ("leader", lambda r: r["leader"], False),
-                        ("prune %", lambda r: num(r["leader_pruning_pct"]), True),
-                        ("no-impact %", lambda r: num(r["leader_no_impact_pct"]), True),
-                        ("vs family", lambda r: r["family"] or "–", False),
-                        ("its best point", lambda r: r["rival"] or "–", False),
-                        ("prune %", lambda r: num(r["rival_pruning_pct"]), True),
-                        ("no-impact %", lambda r: num(r["rival_no_impact_pct"]), True),
-                        ("Δ pp", lambda r: num(r["diff_pct"]), True),
-                        ("n shared", lambda r: count(r["n_shared"]), True),
-                        ("b", lambda r: count(r["b"]), True),
-                        ("c", lambda r: count(r["c"]), True),
-                        ("p exact", lambda r: pval(r["p"]), True),
-                        ("p (Holm)", lambda r: pval(r["p_holm"]), True),
-                    ],
-                    collapse_levels(lv),
-                )
-            )
         return out
 
+    def _points_display(self, measure: str, pts: pl.DataFrame) -> Display:
+        columns = [
+            ("family", lambda r: r["family"], False),
+            (
+                "point",
+                lambda r: r["policy"] if r["setting"] == "--policy" else r["setting"],
+                False,
+            ),
+            ("n", lambda r: count(r["n"]), True),
+            ("prune %", lambda r: num(r["pruning_pct"]), True),
+            ("no-impact %", no_impact_cell, True),
+            *strict_columns(pts),
+            ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
+            ("Pareto", lambda r: "★" if r["pareto"] else "", False),
+            *recovery_columns(pts),
+        ]
+        footer = [
+            self.pruning_basis,
+            *(
+                recovery_lines(pts)
+                or ("No point leans on recovery: strict no-impact = no-impact.",)
+            ),
+        ]
+        points = display(
+            f"frontier_{measure}",
+            f"Frontier ({self.title(measure)}): points by family",
+            "Each sweep point, by family, sorted by pruning; no-impact with its Wilson 95% "
+            "CI over scored cases. ★ = on the Pareto set over all points (no other point "
+            "has at least its pruning and its no-impact, one strictly more).",
+            columns,
+            pts.to_dicts(),
+            footer,
+            identity=2,
+        )
+        return marked(points)
 
-def collapse_levels(levels: pl.DataFrame) -> list[dict[str, Any]]:
+    def _leaders_display(self, measure: str, pts: pl.DataFrame, lv: pl.DataFrame) -> Display:
+        """One line per level: its leader by no-impact; where some point leans on recovery, a
+        second line with its leader by strict no-impact (the pick of a user who will not pay
+        for recoveries), each with its no-impact (marked †), strict no-impact and recoveries."""
+        strict = leans_on_recovery(pts)
+        levels = collapse_levels(
+            lv.unique(["level_pct"], keep="first", maintain_order=True), LEADER
+        )
+        rows = []
+        for r in levels:
+            for role, by in (("leader", "no-impact"), ("strict_leader", "strict no-impact")):
+                if role == "strict_leader" and (not strict or r["strict_leader"] is None):
+                    continue
+                rows.append(
+                    {
+                        "_levels": r["_levels"] if role == "leader" else "",
+                        "by": by,
+                        "policy": r[role],
+                        "pruning_pct": r[f"{role}_pruning_pct"],
+                        "no_impact_pct": r[f"{role}_no_impact_pct"],
+                        "strict_no_impact_pct": r[f"{role}_strict_no_impact_pct"],
+                        "recoveries_per_case": r[f"{role}_recoveries_per_case"],
+                        "leans": bool(r[f"{role}_leans_on_recovery"]),
+                    }
+                )
+        columns: list[Column] = [
+            ("level", lambda r: r["_levels"], False),
+            *([("best by", lambda r: r["by"], False)] if strict else []),
+            ("leader", lambda r: r["policy"], False),
+            ("prune %", lambda r: num(r["pruning_pct"]), True),
+            ("no-impact %", lambda r: no_impact_cell(r, leans=r["leans"]), True),
+            *strict_columns(pts),
+        ]
+        leaders = display(
+            f"frontier_leaders_{measure}",
+            f"Frontier ({self.title(measure)}): the leading point per pruning level",
+            f"Level L: among the points that prune at least L % (steps of {self.step:g}), the "
+            "leader has the best no-impact (ties: more pruning)"
+            + (
+                "; under it, the leader by strict no-impact (no loss and no recovery), the pick "
+                "of a user who will not pay for recoveries"
+                if strict
+                else ""
+            )
+            + ". Consecutive levels with the same leaders share one line.",
+            columns,
+            rows,
+            identity=2 if strict else 1,
+            whole=("leader",),
+        )
+        return marked(leaders, ("No point leans on recovery: strict no-impact = no-impact.",))
+
+    def _rivals_display(self, measure: str, pts: pl.DataFrame, lv: pl.DataFrame) -> Display:
+        strict = leans_on_recovery(pts)
+        columns: list[Column] = [
+            ("level", lambda r: r["_levels"] if r["_first"] else "", False),
+            ("vs family", lambda r: r["family"], False),
+            ("its best point", lambda r: r["rival"], False),
+            ("prune %", lambda r: num(r["rival_pruning_pct"]), True),
+            (
+                "no-impact %",
+                lambda r: no_impact_cell(
+                    r, "rival_no_impact_pct", leans=bool(r["rival_leans_on_recovery"])
+                ),
+                True,
+            ),
+            *(
+                [("strict no-impact %", lambda r: num(r["rival_strict_no_impact_pct"]), True)]
+                if strict
+                else []
+            ),
+            ("Δ pp", lambda r: num(r["diff_pct"]), True),
+            ("n shared", lambda r: count(r["n_shared"]), True),
+            ("b", lambda r: count(r["b"]), True),
+            ("c", lambda r: count(r["c"]), True),
+            ("p exact", lambda r: pval(r["p"]), True),
+            ("p (Holm)", lambda r: pval(r["p_holm"]), True),
+        ]
+        rows = collapse_levels(lv.filter(pl.col("family").is_not_null()))  # levels with rivals
+        rivals = display(
+            f"frontier_levels_{measure}",
+            f"Frontier ({self.title(measure)}): each level's leader against the other families",
+            "The leader of each level (the table above) compared with the best point of every "
+            "other family at that level on the cases both scored. Δ = leader − rival no-impact "
+            "in percentage points; b = leader no-impact where the rival lost, c = the reverse; "
+            "exact McNemar, Holm across the comparisons of the level. Consecutive levels with "
+            "the same comparisons share one line; a level is named on its first line; a level "
+            "no other family reaches has no line.",
+            columns,
+            rows,
+            identity=2,
+            whole=("its best point",),
+        )
+        return marked(rivals)
+
+
+#: the columns of a level row that the leaders table shows: levels whose leaders are the same
+#: share one line there
+LEADER = tuple(k for k in LEVELS_SCHEMA if k.startswith(("leader", "strict_leader")))
+
+
+def collapse_levels(
+    levels: pl.DataFrame, columns: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
     """The level rows for display, consecutive levels whose comparisons are the same merged into
-    one (``_levels``: ``≥ 10%`` or ``≥ 10…40%``)."""
+    one (``_levels``: ``≥ 10%`` or ``≥ 10…40%``; ``_first``: the first row of its levels, the one
+    that names them — a level's rows are one per other family, and naming the level on each
+    repeated it). ``columns``: the columns compared (default: all but ``level_pct``)."""
     groups: list[tuple[list[float], list[dict[str, Any]]]] = []
     for row in levels.to_dicts():
         if groups and groups[-1][0][-1] == row["level_pct"]:
@@ -404,8 +570,12 @@ def collapse_levels(levels: pl.DataFrame) -> list[dict[str, Any]]:
         else:
             groups.append(([row["level_pct"]], [row]))
 
+    def same(v: Any) -> Any:  # NaN (no p, no strict figure) equals NaN here
+        return None if isinstance(v, float) and math.isnan(v) else v
+
     def signature(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        return [tuple(v for k, v in r.items() if k != "level_pct") for r in rows]
+        keys = columns if columns is not None else [k for k in rows[0] if k != "level_pct"]
+        return [tuple(same(r.get(k)) for k in keys) for r in rows]
 
     merged: list[tuple[list[float], list[dict[str, Any]]]] = []
     for lv, rows in groups:
@@ -416,7 +586,7 @@ def collapse_levels(levels: pl.DataFrame) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for lv, rows in merged:
         shown = f"≥ {lv[0]:g}%" if len(lv) == 1 else f"≥ {lv[0]:g}…{lv[-1]:g}%"
-        out.extend({**r, "_levels": shown} for r in rows)
+        out.extend({**r, "_levels": shown, "_first": k == 0} for k, r in enumerate(rows))
     return out
 
 

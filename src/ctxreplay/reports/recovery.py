@@ -184,6 +184,22 @@ def via_recovery_pct(scored: pl.DataFrame) -> float:
     return stats.pct(leaning / n)
 
 
+def row_leans_on_recovery(row: dict[str, Any]) -> bool:
+    """Whether one ranked row (a policy of the no-impact table, a sweep point, a level's leader
+    read through its columns) passes in part only through recovery: some scored case is
+    no-impact only because a folded payload can be recovered (``recovery_pct`` > 0), or, where
+    that column is absent, its strict no-impact is below its no-impact."""
+    via = _finite(row.get("recovery_pct"))
+    if via is not None:
+        return via > 0
+    strict, plain = _finite(row.get("strict_no_impact_pct")), _finite(row.get("no_impact_pct"))
+    return strict is not None and plain is not None and strict < plain
+
+
+def _finite(x: Any) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
 def leans_on_recovery(table: pl.DataFrame) -> bool:
     """Whether any row of a table with ``recoveries_per_case`` needs a recovery."""
     if "recoveries_per_case" not in table.columns or table.height == 0:
@@ -204,6 +220,7 @@ __all__ = [
     "archive_costs",
     "leans_on_recovery",
     "recovery_price",
+    "row_leans_on_recovery",
     "via_recovery_pct",
     "with_recovery_cost",
 ]

@@ -23,6 +23,8 @@ from ..judges.base import DEFAULT_JUDGE
 from ..schema import CATEGORIES
 from .correction import describe as describe_calibration
 from .formatting import (
+    MARK,
+    MARK_NOTE,
     Display,
     RenderError,
     category_title,
@@ -30,10 +32,13 @@ from .formatting import (
     count,
     display,
     fit_table,
+    marked,
+    no_impact_cell,
     num,
     pval,
     recovery_columns,
     recovery_lines,
+    strict_columns,
     terminal_width,
     usd,
     usd_delta,
@@ -42,6 +47,8 @@ from .formatting import (
     wrap,
     wrap_command,
 )
+from .recovery import row_leans_on_recovery
+from .tables import best_policy
 
 if TYPE_CHECKING:
     from .report import Report
@@ -90,7 +97,9 @@ def _no_impact_columns(
         ("prune %", lambda r: num(r["pruning_pct"]), True),
         ("editable prune %", lambda r: num(r.get("editable_pruning_pct")), True),
         ("prune 95% CI", lambda r: ci(r["pruning_lo"], r["pruning_hi"]), True),
-        ("no-impact %", lambda r: num(r["no_impact_pct"]), True),
+        # ranked by no-impact: a pass through recovery is marked, strict no-impact beside it
+        ("no-impact %", no_impact_cell, True),
+        *strict_columns(report.no_impact),
         ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
         ("cluster 95% CI", lambda r: ci(r["boot_lo"], r["boot_hi"]), True),
     ]
@@ -204,6 +213,7 @@ def displays(report: Report) -> list[Display]:
             report.cost.to_dicts(),
         ),
     ]
+    out[0] = marked(out[0])  # a no-impact leaning on recovery is marked †: say what it means
     out[1:1] = judge_displays(report)  # several judges: side by side, and their agreement
     if report.failures.height:
         out.insert(
@@ -221,6 +231,7 @@ def displays(report: Report) -> list[Display]:
                     ("reason", lambda r: _clip(r["reason"], 100), False),
                 ],
                 report.failures.to_dicts(),
+                identity=2,
             ),
         )
     from .frontier import frontier_displays
@@ -250,6 +261,7 @@ def judge_displays(report: Report) -> list[Display]:
                 ("Wilson 95% CI", lambda r: ci(r["wilson_lo"], r["wilson_hi"]), True),
             ],
             report.judges.to_dicts(),
+            identity=2,
         ),
         display(
             "agreement",
@@ -272,6 +284,7 @@ def judge_displays(report: Report) -> list[Display]:
                 "Where they disagree, each judge's label and reason: "
                 f"`ctxreplay audit {run} --disagreements [--judges A,B]`.",
             ),
+            identity=2,
         ),
     ]
 
@@ -294,6 +307,32 @@ def render_disagreements(frame: pl.DataFrame, max_rows: int = 50, width: int = 0
         lines += wrap_command(rows["show"][0], width, "  $ ", "      ")
     if pairs.height > max_rows:
         lines.append(f"… {pairs.height - max_rows} more (--max-rows)")
+    return "\n".join(lines)
+
+
+#: how much of a lost anchor ``render_audit`` shows (whitespace collapsed)
+AUDIT_ANCHOR = 240
+
+
+def render_audit(frame: pl.DataFrame, max_rows: int = 50, width: int = 0) -> str:
+    """One category's losses (``tables.audit``), for a person to read: per loss, a line naming
+    the policy, the case, the source object and the seq that needed it; the lost anchor and the
+    judge's detail, wrapped to ``width`` (0: no limit); and the ``ctxreplay show`` command on a
+    line of its own, whole whatever the width, so that it pastes as it is. Ids are never cut."""
+    lines: list[str] = []
+    for r in frame.head(max_rows).iter_rows(named=True):
+        lines.append(
+            f"{r['policy']} · {r['case_id']} · from {r['source_object'] or '–'}, "
+            f"needed at seq {count(r['need_seq'])}"
+        )
+        anchor = visible_controls(_clip(r["anchor"], AUDIT_ANCHOR))
+        lines += wrap(f"lost: {anchor}", width, "  ", "        ")
+        if r["detail"]:
+            how = visible_controls(_clip(r["detail"], 400))
+            lines += wrap(f"how: {how}", width, "  ", "       ")
+        lines.append(f"  $ {r['show']}")
+    if frame.height > max_rows:
+        lines.append(f"… {frame.height - max_rows} more (--max-rows)")
     return "\n".join(lines)
 
 
@@ -339,6 +378,40 @@ def _header_lines(report: Report) -> list[str]:
     ]
 
 
+def ranked_figures(row: dict[str, Any]) -> str:
+    """A ranked policy's figures in words: no-impact (marked ``MARK`` when it leans on
+    recovery), strict no-impact, recoveries per case and pruning."""
+    return (
+        f"no-impact {num(row['no_impact_pct'])}%{f' {MARK}' if row_leans_on_recovery(row) else ''}, "
+        f"strict no-impact {num(row['strict_no_impact_pct'])}%, "
+        f"{num(row['recoveries_per_case'])} recoveries per case, prune {num(row['pruning_pct'])}%"
+    )
+
+
+def best_policy_lines(report: Report) -> list[str]:
+    """The report's best-policy lines: the reference (the best no-impact, unless given) with
+    its strict no-impact and recoveries beside its no-impact; when it was chosen and another
+    policy has the best strict no-impact among the same candidates, that one too (the pick of
+    a user who won't pay for recoveries); and what the marker means when it is shown."""
+    table = report.no_impact
+    rows = {r["policy"]: r for r in table.to_dicts()}
+    ref = rows.get(report.reference or "")
+    if ref is None or not ref["n"]:
+        return []
+    chosen = report.meta.get("reference_chosen") != "given"
+    kind = "reference (best no-impact)" if chosen else "reference"
+    lines = [f"{kind}: {ref['policy']}: {ranked_figures(ref)}"]
+    strict = best_policy(table, "strict_no_impact_pct") if chosen else None
+    if strict is not None and strict != ref["policy"]:
+        lines.append(
+            f"best strict no-impact (no loss and no recovery): {strict}: "
+            f"{ranked_figures(rows[strict])}"
+        )
+    if any(row_leans_on_recovery(rows[p]) for p in (ref["policy"], strict) if p is not None):
+        lines.append(MARK_NOTE)
+    return lines
+
+
 def examples_summary(report: Report) -> str:
     """How many of the run's losses the examples show, and the commands that show more."""
     shown, total = report.examples.height, report.loss_count
@@ -360,18 +433,22 @@ def examples_summary(report: Report) -> str:
 
 def render_terminal(report: Report, width: int | None = None) -> str:
     """The report as terminal text at most ``width`` characters wide (None: the terminal's, 100
-    when not a terminal; 0: no limit). Numbers are never cut: text wraps, and a table too wide
-    for its numbers is split into column groups that repeat the policy column."""
+    when not a terminal; 0: no limit). Numbers, ids and commands are never cut: text wraps, and
+    a table too wide for its numbers is split into column groups that repeat the row's identity
+    columns (``formatting.fit_table``)."""
     w = terminal_width(width)
     lines: list[str] = []
+    # lines that name runs, policies, cases and commands wrap at spaces, never inside a word
     for line in _header_lines(report):
-        lines += wrap(line, w, "", "  ")
+        lines += wrap(line, w, "", "  ", cut=False)
+    for line in best_policy_lines(report):
+        lines += wrap(line, w, "", "  ", cut=False)
     for note in report.notes:
-        lines += wrap(f"note: {note}", w, "", "  ")
+        lines += wrap(f"note: {note}", w, "", "  ", cut=False)
     for d in displays(report):
         lines += ["", *wrap(d.title, w), *fit_table(d, w)]
         for line in d.footer:
-            lines += wrap(line, w)
+            lines += wrap(line, w, cut=False)
     lines += ["", "Example losses (open one with the command under it)"]
     if report.examples.height == 0:
         lines.append("(none)")
@@ -382,11 +459,12 @@ def render_terminal(report: Report, width: int | None = None) -> str:
             w,
             "  ",
             "    ",
+            cut=False,
         )
         lines += wrap_command(r["show"], w, "    $ ", "        ")
     summary = examples_summary(report)
     if summary:
-        lines += wrap(summary, w)
+        lines += wrap(summary, w, cut=False)
     return "\n".join(lines) + "\n"
 
 
@@ -426,6 +504,7 @@ def render_markdown(
             for label, p in (m.get("policies") or {}).items()
         ),
     ]
+    lines[5:5] = [f"- {_md_cell(line)}" for line in best_policy_lines(report)]  # by the reference
     if m.get("calibration"):
         lines.append(f"- {describe_calibration(m['calibration'])}")
     lines += [f"- note: {n}" for n in report.notes]
@@ -503,60 +582,244 @@ def render_json(report: Report) -> str:
 
 # --- html -----------------------------------------------------------------------------------
 
+# How the page keeps its tables on the page and its ids whole (checked in a real browser by
+# tests/reports/test_html_browser.py at 1,400 and 1,000 px):
+# - every table sits in its own horizontally scrolling region (``div.scroll``), so a table wider
+#   than the page scrolls there and the page itself never does; its first column (the policy)
+#   stays in view while it scrolls;
+# - free text (trace text, reasons) wraps, at word boundaries where it can;
+# - ids (policy labels, case ids, object ids, judges) and commands are ``.tok``: never wrapped
+#   (``white-space: nowrap``) and selected whole by one click (``user-select: all``), so they
+#   copy as one string with no script; a ``ctxreplay show …`` command, long because it holds
+#   the run's path, scrolls inside its cell rather than widening the table;
+# - the page runs no script at all, and its Content-Security-Policy forbids any (and any fetch):
+#   trace text is escaped, and were an escape ever missed, nothing it injects could run.
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
-max-width:1200px;padding:0 1rem;color:#1d2228}
+max-width:1500px;padding:0 1.5rem;color:#1d2228}
 h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde1e6}
-table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:13px}
-th,td{padding:.3rem .6rem;border-bottom:1px solid #e6e9ed;vertical-align:top}
-th{background:#f4f6f8;text-align:left}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+.scroll{max-width:100%;overflow-x:auto;margin:.5rem 0 1rem}
+.scroll:focus-visible{outline:2px solid #8ab4f8}
+table{border-collapse:collapse;font-size:13px}
+th,td{padding:.3rem .6rem;border-bottom:1px solid #e6e9ed;vertical-align:top;text-align:left}
+th{background:#f4f6f8}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n,td.nw{white-space:nowrap}th.group{text-align:center;border-bottom:1px solid #cfd5db}
+.scroll .first{position:sticky;left:0;z-index:1;background:#fff;box-shadow:inset -1px 0 #e6e9ed}
+.scroll th.first{background:#f4f6f8}
+td.text{min-width:12rem;max-width:26rem;overflow-wrap:anywhere}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f4f6f8;padding:.1rem .3rem;
-border-radius:3px;word-break:break-all}
+border-radius:3px}
+.tok{white-space:nowrap;-webkit-user-select:all;user-select:all}
+div.cmd{width:0;min-width:100%;overflow-x:auto;white-space:nowrap;color:#57606a}
+tr.loss td{border-bottom:none}tr.open td{padding-top:0}
+p code.tok,h1 code.tok,dd code.tok{display:inline-block;max-width:100%;overflow-x:auto;
+vertical-align:bottom}
+.lean{color:#9a6700;white-space:nowrap;font-size:12px}
 p.note{color:#57606a;font-size:12.5px;max-width:900px}dl.meta{display:grid;
-grid-template-columns:max-content 1fr;gap:.2rem 1rem;font-size:13px}dl.meta dt{color:#57606a}
-img.plot{max-width:100%;border:1px solid #e6e9ed}td.zero{color:#9aa3ab}
+grid-template-columns:max-content minmax(0,1fr);gap:.2rem 1rem;font-size:13px}
+dl.meta dt{color:#57606a}dl.meta dd{margin:0;overflow-wrap:anywhere}
+img.plot{max-width:100%;height:auto;border:1px solid #e6e9ed}td.zero{color:#9aa3ab}
 """
+
+#: the page may load nothing and run nothing: its images are inline, its style is inline
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+#: display columns that hold ids (rendered ``.tok``: one line, selected whole)
+_ID_HEADERS = frozenset(
+    {
+        "policy",
+        "judge",
+        "judge A",
+        "judge B",
+        "leader",
+        "its best point",
+        "point",
+        "family",
+        "vs family",
+        "case",
+        "name",
+    }
+)
+#: display columns of short text that should not wrap (a level "≥ 10…40%")
+_NOWRAP_HEADERS = frozenset({"level"})
+#: display columns of free text: wrap, even inside a long run of characters
+_TEXT_HEADERS = frozenset({"reason", "commit decisions"})
 
 
 def _esc(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
+def _tok(text: Any, code: bool = False) -> str:
+    """An id or a command as one unwrapped string, selected whole by a click."""
+    tag = "code" if code else "span"
+    return f'<{tag} class="tok">{_esc(text)}</{tag}>'
+
+
+def _inline(text: str) -> str:
+    """Escaped text whose `backticked` spans (commands, in notes and footers) are ``.tok``."""
+    pieces = str(text).split("`")
+    if len(pieces) % 2 == 0:  # an unmatched backtick: the text as it is
+        return _esc(text)
+    return "".join(_tok(p, code=True) if i % 2 else _esc(p) for i, p in enumerate(pieces))
+
+
+def _classed(tag: str, body: str, classes: list[str]) -> str:
+    cls = f' class="{" ".join(classes)}"' if classes else ""
+    return f"<{tag}{cls}>{body}</{tag}>"
+
+
+def _cell(header: str, value: str, numeric: bool, first: bool) -> str:
+    classes = ["first"] if first else []
+    if numeric:
+        classes.append("n")
+        body = _esc(value)
+    elif header in _ID_HEADERS and value not in ("", "–"):
+        classes.append("id")
+        body = _tok(value)
+    else:
+        if header in _NOWRAP_HEADERS:
+            classes.append("nw")
+        elif header in _TEXT_HEADERS:
+            classes.append("text")
+        body = _esc(value)
+    return _classed("td", body, classes)
+
+
+def _scroll(table: str, label: str) -> str:
+    """A table in its own horizontally scrolling region (focusable, so keys scroll it too)."""
+    return (
+        f'<div class="scroll" role="region" tabindex="0" aria-label="{_esc(label)}">{table}</div>'
+    )
+
+
 def _html_table(d: Display, cls: str = "") -> str:
     head = "".join(
-        f'<th class="n">{_esc(h)}</th>' if n else f"<th>{_esc(h)}</th>"
-        for h, n in zip(d.headers, d.numeric, strict=True)
+        _classed("th", _esc(h), ["first"] * (i == 0) + ["n"] * n)
+        for i, (h, n) in enumerate(zip(d.headers, d.numeric, strict=True))
     )
     body = []
     for row in d.rows:
         cells = "".join(
-            f'<td class="n">{_esc(c)}</td>' if n else f"<td>{_esc(c)}</td>"
-            for c, n in zip(row, d.numeric, strict=True)
+            _cell(h, c, n, i == 0)
+            for i, (h, c, n) in enumerate(zip(d.headers, row, d.numeric, strict=True))
         )
         body.append(f"<tr>{cells}</tr>")
     if not body:
         body.append(f'<tr><td colspan="{len(d.headers)}">(none)</td></tr>')
-    return (
+    table = (
         f'<table id="{_esc(d.key)}" class="{_esc(cls)}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
+    )
+    return _scroll(table, d.title)
+
+
+def _leader_rows(r: dict[str, Any], mark: str) -> list[str]:
+    """The summary rows of one (merged) level: one row when the same policy leads by no-impact
+    and by strict no-impact, else one per ranking; the figure it is ranked by in bold, and a
+    no-impact that leans on recovery marked."""
+
+    def leader(prefix: str, by_plain: bool, by_strict: bool) -> dict[str, Any]:
+        return {
+            "policy": r[prefix],
+            "prune": r[f"{prefix}_pruning_pct"],
+            "plain": r[f"{prefix}_no_impact_pct"],
+            "strict": r[f"{prefix}_strict_pct"],
+            "leans": r[f"{prefix}_leans"],
+            "by_plain": by_plain,
+            "by_strict": by_strict,
+        }
+
+    if r["strict_leader"] is None:
+        ranks = [leader("leader", True, False)]
+    elif r["strict_leader"] == r["leader"]:
+        ranks = [leader("leader", True, True)]
+    else:
+        ranks = [leader("leader", True, False), leader("strict_leader", False, True)]
+
+    def bold(text: str, on: bool) -> str:
+        return f"<b>{text}</b>" if on else text
+
+    out = []
+    for i, k in enumerate(ranks):
+        by = " and ".join(
+            name
+            for name, on in (("no-impact", k["by_plain"]), ("strict no-impact", k["by_strict"]))
+            if on
+        )
+        level = f'<td class="first nw" rowspan="{len(ranks)}">{_esc(r["_levels"])}</td>'
+        plain = _esc(num(k["plain"])) + (f" {_esc(mark)}" if k["leans"] else "")
+        out.append(
+            f"<tr>{level if i == 0 else ''}<td>{_esc(by)}</td>"
+            f'<td class="id">{_tok(k["policy"])}</td>'
+            f'<td class="n">{_esc(num(k["prune"]))}</td>'
+            f'<td class="n">{bold(plain, k["by_plain"])}</td>'
+            f'<td class="n">{bold(_esc(num(k["strict"])), k["by_strict"])}</td></tr>'
+        )
+    return out
+
+
+def summary_html(report: Report) -> str:
+    """The page's headline: the best policy at each pruning level by no-impact and by strict
+    no-impact (``leaders.level_leaders``; consecutive levels with the same leaders share a row),
+    strict no-impact beside no-impact, and a no-impact that leans on recovery marked as the
+    report's tables mark it. Empty when no policy has a scored verdict."""
+    from .formatting import MARK
+    from .leaders import level_leaders, merged_levels
+
+    levels = level_leaders(report.no_impact)
+    if levels.height == 0:
+        return ""
+    merged = merged_levels(levels)
+    rows = [row for r in merged for row in _leader_rows(r, MARK)]
+    table = (
+        '<table id="summary"><thead><tr><th class="first">prune at least</th><th>best by</th>'
+        '<th>policy</th><th class="n">prune %</th><th class="n">no-impact %</th>'
+        '<th class="n">strict no-impact %</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+    note = (
+        f"Judge {report.judge or '–'}. At each level, among the policies with scored verdicts "
+        "that prune at least that share of the prefix (prune % as in the no-impact table), the "
+        "one with the highest no-impact and the one with the highest strict no-impact (no loss "
+        "and no recovery); ties go to more pruning. The figure a policy is ranked by is in bold. "
+        "Consecutive levels with the same leaders share a row."
+    )
+    leaning = any(r["leader_leans"] or r["strict_leader_leans"] for r in merged)
+    footer = (
+        f'<p class="note footer">{_esc(MARK)} = this no-impact leans on recovery: some of its '
+        "cases pass only because the agent can recover a folded payload through its visible "
+        "pointer (an extra request each); its strict no-impact stands beside it.</p>"
+        if leaning
+        else ""
+    )
+    return (
+        '<h2 id="h-summary">Summary: the best policy at each pruning level</h2>'
+        f'<p class="note">{_esc(note)}</p>'
+        + _scroll(table, "best policy per pruning level")
+        + footer
     )
 
 
 def render_html(report: Report, png: bytes | None = None) -> str:
-    """One self-contained page: inline CSS, the plot as a base64 PNG, no external resource."""
+    """One self-contained page: inline CSS, the plots as base64 PNGs, no external resource and
+    no script (its Content-Security-Policy allows neither). The summary of the best policy per
+    pruning level comes first; layout choices are in the comment above ``_CSS``."""
     m = report.meta
     png = png if png is not None else report.plot()
     img = base64.b64encode(png).decode("ascii")
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>ctxreplay report: {_esc(report.run.name)}</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>ctxreplay report: <code>{_esc(report.run)}</code></h1>",
+        f"<h1>ctxreplay report: {_tok(report.run, code=True)}</h1>",
     ]
     for note in report.notes:
-        parts.append(f'<p class="note">note: {_esc(note)}</p>')
+        parts.append(f'<p class="note">note: {_inline(note)}</p>')
+    parts.append(summary_html(report))
     parts.append('<h2 id="tradeoff">Pruning vs no-impact</h2>')
     parts.append(
         f'<img class="plot" alt="pruning rate against no-impact rate, one point per policy" '
@@ -571,37 +834,44 @@ def render_html(report: Report, png: bytes | None = None) -> str:
         )
     for d in displays(report):
         parts.append(f'<h2 id="h-{_esc(d.key)}">{_esc(d.title)}</h2>')
-        parts.append(f'<p class="note">{_esc(d.note)}</p>')
+        parts.append(f'<p class="note">{_inline(d.note)}</p>')
         parts.append(_html_table(d))
-        parts += [f'<p class="note footer">{_esc(line)}</p>' for line in d.footer]
+        parts += [f'<p class="note footer">{_inline(line)}</p>' for line in d.footer]
     parts.append('<h2 id="audit">Audit: example losses</h2>')
     parts.append(
         '<p class="note">Each row is one dependency the view lost; the command opens the case '
         "under the policy: the prefix and what the view made of it, and the future message that "
-        "needed the lost text.</p>"
+        "needed the lost text. Click a command (or an id) to select all of it.</p>"
     )
     summary = examples_summary(report)
     if summary:
-        parts.append(f'<p class="note">{_esc(summary)}</p>')
+        parts.append(f'<p class="note">{_inline(summary)}</p>')
     rows = []
     for r in report.examples.iter_rows(named=True):
+        source = r["source_object"]
         rows.append(
-            "<tr>"
-            f"<td>{_esc(r['policy'])}</td><td>{_esc(category_title(r['category']))}</td>"
-            f"<td><code>{_esc(r['case_id'])}</code></td>"
-            f"<td>{_esc(_clip(r['anchor'], 160))}</td>"
-            f"<td><code>{_esc(r['source_object'] or '–')}</code></td>"
+            '<tr class="loss">'
+            f'<td class="id">{_tok(r["policy"])}</td>'
+            f"<td>{_esc(category_title(r['category']))}</td>"
+            f'<td class="id">{_tok(r["case_id"], code=True)}</td>'
+            f'<td class="text">{_esc(_clip(r["anchor"], 160))}</td>'
+            f'<td class="id">{_tok(source, code=True) if source else "–"}</td>'
             f'<td class="n">{_esc(count(r["need_seq"]))}</td>'
-            f"<td>{_esc(r['detail'] or '')}</td>"
-            f'<td><code class="show">{_esc(r["show"])}</code></td>'
-            "</tr>"
+            f'<td class="text">{_esc(r["detail"] or "")}</td></tr>'
+            # the command on a row of its own, the table's width: readable without scrolling
+            '<tr class="open"><td colspan="7"><div class="cmd">open with: '
+            f'<code class="tok show">{_esc(r["show"])}</code></div></td></tr>'
         )
     if not rows:
-        rows.append('<tr><td colspan="8">(none)</td></tr>')
+        rows.append('<tr><td colspan="7">(none)</td></tr>')
     parts.append(
-        '<table id="examples"><thead><tr><th>policy</th><th>category</th><th>case</th>'
-        '<th>anchor</th><th>source object</th><th class="n">need seq</th><th>detail</th>'
-        f"<th>open with</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        _scroll(
+            '<table id="examples"><thead><tr><th>policy</th><th>category</th>'
+            '<th>case</th><th>anchor</th><th>source object</th><th class="n">need seq</th>'
+            f"<th>detail</th></tr></thead><tbody>{''.join(rows)}</tbody>"
+            "</table>",
+            "example losses",
+        )
     )
     parts.append('<h2 id="meta">Run</h2><dl class="meta">')
     cases = m.get("cases") or {}
@@ -635,17 +905,22 @@ def render_html(report: Report, png: bytes | None = None) -> str:
     ):
         parts.append(f"<dt>{_esc(key)}</dt><dd>{_esc(value if value is not None else '–')}</dd>")
     parts.append("</dl>")
-    parts.append(
-        '<h2 id="policies">Policies</h2><table id="policy-params"><thead><tr><th>policy</th>'
-        "<th>name</th><th>parameters</th></tr></thead><tbody>"
-    )
+    parts.append('<h2 id="policies">Policies</h2>')
+    params_rows = []
     for label, p in (m.get("policies") or {}).items():
         params = json.dumps(p.get("params", {}), sort_keys=True)
-        parts.append(
-            f"<tr><td>{_esc(label)}</td><td>{_esc(p.get('name'))}</td>"
+        params_rows.append(
+            f'<tr><td class="first id">{_tok(label)}</td><td class="id">{_tok(p.get("name"))}</td>'
             f"<td><code>{_esc(params)}</code></td></tr>"
         )
-    parts.append("</tbody></table></body></html>")
+    parts.append(
+        _scroll(
+            '<table id="policy-params"><thead><tr><th class="first">policy</th><th>name</th>'
+            f"<th>parameters</th></tr></thead><tbody>{''.join(params_rows)}</tbody></table>",
+            "policies and their parameters",
+        )
+    )
+    parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
 

@@ -155,14 +155,15 @@ def policy_summary(
     (scored), ``no_impact``; ``pruning_pct``, the mean of the figures column ``pruning`` over
     the cases that have it (NaN when none does, e.g. a column that came after the run was
     written); ``no_impact_pct`` with its Wilson interval (``wilson_lo``, ``wilson_hi``);
-    ``recovery_pct`` (``recovery.via_recovery_pct``); and the price of recovery
-    (``RECOVERY_SCHEMA``).
+    ``recovery_pct`` (``recovery.via_recovery_pct``) and ``leans_on_recovery`` (it is above 0);
+    and the price of recovery (``RECOVERY_SCHEMA``).
     """
     labels = frame["label"]
     scored = scored_rows(frame)
     k = int((scored["label"] == "no_impact").sum())
     n = scored.height
     w = stats.wilson(k, n, alpha)
+    via = via_recovery_pct(scored)
     return {
         "cases": frame.height,
         "not_judged": int(labels.is_null().sum()),
@@ -174,7 +175,8 @@ def policy_summary(
         "no_impact_pct": stats.pct(w.estimate),
         "wilson_lo": stats.pct(w.low),
         "wilson_hi": stats.pct(w.high),
-        "recovery_pct": via_recovery_pct(scored),
+        "recovery_pct": via,
+        "leans_on_recovery": bool(via > 0),  # NaN (nothing scored): False
         **recovery_price(scored, alpha),
     }
 
@@ -200,6 +202,8 @@ NO_IMPACT_SCHEMA = {
     "boot_lo": pl.Float64,
     "boot_hi": pl.Float64,
     "recovery_pct": pl.Float64,
+    # some scored case is no-impact only through recovery: marked † wherever it is ranked
+    "leans_on_recovery": pl.Boolean,
 }
 
 #: Columns added to the no-impact table when the run holds a calibration of the judge.
@@ -276,12 +280,13 @@ def no_impact_table(
     return pl.DataFrame(rows, schema=schema)
 
 
-def best_row(frame: pl.DataFrame) -> dict[str, Any]:
-    """The row with the highest ``no_impact_pct``; ties go to more ``pruning_pct``, then to the
-    ``policy`` label. The frame must have a row, none with a NaN no-impact (NaN sorts first)."""
-    return frame.sort(
-        ["no_impact_pct", "pruning_pct", "policy"], descending=[True, True, False]
-    ).row(0, named=True)
+def best_row(frame: pl.DataFrame, by: str = "no_impact_pct") -> dict[str, Any]:
+    """The row with the highest ``by`` (no-impact; ``strict_no_impact_pct`` for the leader a
+    user who will not pay for recoveries picks); ties go to more ``pruning_pct``, then to the
+    ``policy`` label. The frame must have a row, none with a NaN ``by`` (NaN sorts first)."""
+    return frame.sort([by, "pruning_pct", "policy"], descending=[True, True, False]).row(
+        0, named=True
+    )
 
 
 #: the default reference must remove at least this share of the prefix (percent): a policy
@@ -289,15 +294,16 @@ def best_row(frame: pl.DataFrame) -> dict[str, Any]:
 REFERENCE_MIN_PRUNING = 10.0
 
 
-def best_policy(table: pl.DataFrame) -> str | None:
-    """The default reference of the paired tests: the highest no-impact rate among the policies
-    that prune at least ``REFERENCE_MIN_PRUNING`` % (ties: more pruning, then the name); when
-    none does, among all scored policies."""
-    scored = table.filter(pl.col("n") > 0)
+def best_policy(table: pl.DataFrame, by: str = "no_impact_pct") -> str | None:
+    """The default reference of the paired tests: the highest no-impact rate (``by``: or
+    strict no-impact, named beside it in the report) among the policies that prune at least
+    ``REFERENCE_MIN_PRUNING`` % (ties: more pruning, then the name); when none does, among all
+    scored policies."""
+    scored = table.filter((pl.col("n") > 0) & pl.col(by).is_not_nan())
     if scored.height == 0:
         return None
     pruning = scored.filter(pl.col("pruning_pct") >= REFERENCE_MIN_PRUNING)
-    return str(best_row(pruning if pruning.height else scored)["policy"])
+    return str(best_row(pruning if pruning.height else scored, by)["policy"])
 
 
 FAILURES_SCHEMA = {"policy": pl.String, "kind": pl.String, "reason": pl.String, "cases": pl.Int64}

@@ -291,6 +291,10 @@ class Fact:
     tokens: frozenset[str]
     key: tuple[str, ...] = ()  # the field's key words, for a field
     row: Fact | None = None  # the record a field belongs to
+    #: the text as it stood in its message, for a person, where ``text`` is rebuilt from pieces
+    #: (a copied span's pieces joined by spaces: ``" Project Alpha " , type``); never compared,
+    #: never looked up: what a judge decides reads ``text`` and ``probes`` alone
+    shown: str | None = field(default=None, compare=False)
 
     def in_text(self, squashed: str) -> bool:
         return any(p in squashed for p in self.probes)
@@ -677,19 +681,42 @@ def copied_runs(
     words: Sequence[str], hits: Iterable[tuple[int, int]], n: int = GRAM
 ) -> list[tuple[int, str]]:
     """Maximal runs of ``words`` (a future message) whose every ``n``-gram comes from one earlier
-    source: (that source, the copied text). ``hits``: (position, source) of each gram of
-    ``grams(words, n)`` that comes from a source, by position; the others come from none.
-    Only the hits are looked at: a message of thousands of words copying a few lines costs a
-    step per copied gram, not one per word."""
-    runs: list[tuple[int, str]] = []
+    source: (that source, the copied text, its pieces joined by spaces). ``hits``: (position,
+    source) of each gram of ``grams(words, n)`` that comes from a source, by position; the
+    others come from none. Only the hits are looked at: a message of thousands of words copying
+    a few lines costs a step per copied gram, not one per word."""
+    return [(src, " ".join(words[start:stop])) for src, start, stop in copied_spans(words, hits, n)]
+
+
+def copied_spans(
+    words: Sequence[str], hits: Iterable[tuple[int, int]], n: int = GRAM
+) -> list[tuple[int, int, int]]:
+    """``copied_runs`` as (source, first piece, end piece): where each run is in ``words``, so
+    that its text can be shown as the message wrote it (``piece_text``)."""
+    runs: list[tuple[int, int, int]] = []
     start = last = -2
     current: int | None = None
     for j, src in hits:
         if j != last + 1 or src != current:
             if current is not None:
-                runs.append((current, " ".join(words[start : last + n])))
+                runs.append((current, start, min(last + n, len(words))))
             start, current = j, src
         last = j
     if current is not None:
-        runs.append((current, " ".join(words[start : last + n])))
+        runs.append((current, start, min(last + n, len(words))))
     return runs
+
+
+def piece_text(text: str, start: int, stop: int) -> str:
+    """The text of pieces ``start`` to ``stop`` of ``pieces(text)`` as ``text`` has them (the
+    spaces between pieces as written, runs of whitespace made one space): a copied span for a
+    person to read, ``"Project Alpha", type`` rather than its pieces joined,
+    ``" Project Alpha " , type``.
+
+    >>> piece_text('name: "Project Alpha", type', 2, 8)
+    '"Project Alpha", type'
+    """
+    spans = [m.span() for m in itertools.islice(_PIECE.finditer(text), stop)]
+    if start >= len(spans):
+        return ""
+    return " ".join(text[spans[start][0] : spans[-1][1]].split())
