@@ -246,3 +246,28 @@ def test_html_escapes_markup_of_the_trace(xss_run: Path):
     assert not re.search(r"<[a-zA-Z][^<>]*\son\w+=", page)  # no event handler in any tag
     assert page.count("<img ") == 1  # the trade-off plot
     assert html.escape(XSS) in page and html.escape(XSS_SESSION) in page
+
+
+def test_report_output_names_say_what_is_written(small_run: Path, tmp_path: Path) -> None:
+    """``report -o`` writes what the name says (the README's way to get the PNG plot): .html one
+    page, .md the page and ``<stem>.png``, a folder one CSV per table and ``tradeoff.png``; a
+    name of no known kind (``report.pdf``, once a folder named so) is refused before any work."""
+    from click.testing import CliRunner
+
+    from ctxreplay.cli import main
+
+    runner = CliRunner()
+
+    def report(out: Path) -> str:
+        done = runner.invoke(main, ["report", str(small_run), "-o", str(out), "--bootstrap", "50"])
+        assert done.exit_code == 0, done.output
+        return done.output
+
+    pdf = runner.invoke(main, ["report", str(small_run), "-o", str(tmp_path / "report.pdf")])
+    assert pdf.exit_code == 2 and pdf.output.startswith("error: cannot write a report as .pdf")
+    assert len(pdf.output.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
+    assert report(tmp_path / "report.html") == f"wrote {tmp_path / 'report.html'}\n"
+    assert f"wrote {tmp_path / 'report.png'}" in report(tmp_path / "report.md")
+    assert (tmp_path / "report.png").read_bytes().startswith(PNG)
+    assert f"wrote {tmp_path / 'tables' / 'tradeoff.png'}" in report(tmp_path / "tables")
+    assert (tmp_path / "tables" / "tradeoff.png").read_bytes().startswith(PNG)

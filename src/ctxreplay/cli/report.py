@@ -76,6 +76,10 @@ def report_cmd(
     from ..reports.formatting import terminal_width
 
     width = terminal_width(width)  # a bad width fails before any work
+    if out is not None and format is None:
+        from ..reports.render import format_for
+
+        format_for(out)  # so does an output name of no known kind (report.pdf)
     report = build_report(
         run,
         judge=judge,

@@ -35,6 +35,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ..files import atomic_write_bytes
+
 #: marker size of a point, in points (a frontier point is smaller)
 MARKER = 6.0
 FRONTIER_MARKER = 4.5
@@ -213,7 +215,7 @@ def _png(fig: Figure, path: str | os.PathLike[str] | None) -> bytes:
     if path is not None:
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(data)
+        atomic_write_bytes(out, data)
     return data
 
 

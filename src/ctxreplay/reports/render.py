@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ..files import atomic_write_text
 from ..judges.base import DEFAULT_JUDGE
 from ..schema import CATEGORIES
 from .correction import describe as describe_calibration
@@ -944,8 +945,18 @@ def render(report: Report, fmt: str = "terminal", width: int | None = None) -> s
 
 
 def format_for(path: str | os.PathLike[str]) -> str:
-    """The format a path's suffix implies; a path without a known suffix is a CSV folder."""
-    return SUFFIXES.get(Path(path).suffix.lower(), "csv")
+    """The format a path's suffix implies; a path without a suffix is a folder of CSV files. An
+    unknown suffix is refused (``report.pdf`` once became a folder named ``report.pdf/``)."""
+    suffix = Path(path).suffix.lower()
+    if not suffix:
+        return "csv"
+    if suffix not in SUFFIXES:
+        known = ", ".join(SUFFIXES)
+        raise RenderError(
+            f"cannot write a report as {suffix} ({path}): name it {known}, or a folder without "
+            "an extension for one CSV file per table and the plots (or give --format)"
+        )
+    return SUFFIXES[suffix]
 
 
 def save(
@@ -970,7 +981,7 @@ def save(
         out.mkdir(parents=True, exist_ok=True)
         for name, frame in report.tables().items():
             f = out / f"{name}.csv"
-            f.write_text(table_csv(frame))
+            atomic_write_text(f, table_csv(frame))
             written.append(f)
         png = out / "tradeoff.png"
         report.plot(png)
@@ -985,11 +996,11 @@ def save(
         if report.frontier is not None:
             frontier_png = out.with_name(f"{out.stem}-frontier.png")
             report.frontier.plot(frontier_png)
-            out.write_text(
-                render_markdown(report, plot_href=png.name, frontier_href=frontier_png.name)
+            atomic_write_text(
+                out, render_markdown(report, plot_href=png.name, frontier_href=frontier_png.name)
             )
             return [out, png, frontier_png]
-        out.write_text(render_markdown(report, plot_href=png.name))
+        atomic_write_text(out, render_markdown(report, plot_href=png.name))
         return [out, png]
-    out.write_text(render(report, fmt, width))
+    atomic_write_text(out, render(report, fmt, width))  # never a half-written report
     return [out]
