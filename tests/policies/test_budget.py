@@ -1,5 +1,5 @@
 """One way to say how much to remove: ``target`` (a share of the editable tokens) and ``budget``
-(tokens the view must fit in), shared by the six heuristic policies (``policies/budget.py``).
+(tokens the view must fit in), shared by the heuristic policies (``policies/budget.py``).
 
 Each policy keeps its own rule and order; the need only extends (or, for the stop rules of
 ``oldest-turn`` and ``tool-mask+prune``, replaces) where it stops. Sessions are hand-built, so
@@ -46,8 +46,9 @@ SIX = (
     "hybrid",
     "observation-masking",
     "clear-tool-uses",
+    "prune-summarise",
 )
-#: the six, with the thresholds that would keep them idle on small sessions lowered
+#: the heuristics, with the thresholds that would keep them idle on small sessions lowered
 ACTIVE = {
     "oldest-turn": "oldest-turn",
     "tool-prune": "tool-prune",
@@ -55,6 +56,7 @@ ACTIVE = {
     "hybrid": "hybrid:window=2",
     "observation-masking": "observation-masking:keep=2",
     "clear-tool-uses": "clear-tool-uses:trigger=0",
+    "prune-summarise": "prune-summarise:keep=2",
 }
 
 
@@ -199,6 +201,28 @@ def test_defaults_are_unchanged_and_record_no_budget(name):
     assert zero.plan == default.plan
     assert shape(zero.view.messages) == shape(default.view.messages)
     assert "budget" not in default.plan.meta
+
+
+# --- prune-summarise ------------------------------------------------------------------------
+
+
+def test_prune_summarise_shrinks_its_window_oldest_pair_first_until_the_need_is_met():
+    """keep=2 of six reads: the rule evicts pairs 1–4 into one summary; a need beyond what that
+    removes evicts pair 5 too (the most recent stays), and one no eviction can meet evicts all
+    but the latest and says so."""
+    s = budget_reads(6)
+    rule = s.replay("prune-summarise:keep=2")
+    assert set(edited(rule)) == bash(1, 2, 3, 4) and "budget" not in rule.plan.meta
+    met = s.replay(f"prune-summarise:keep=2,target={target_for(s, removed(rule) + 200)}")
+    assert set(edited(met)) == bash(1, 2, 3, 4, 5)
+    assert edited(met)["function:bash:1"] == "fold"  # the summary's host, where pair 1 was
+    assert met.plan.meta["budget"]["met"] and removed(met) >= removed(rule) + 200
+    short = s.replay("prune-summarise:keep=2,target=1")
+    assert set(edited(short)) == bash(1, 2, 3, 4, 5, 6)
+    budget = short.plan.meta["budget"]
+    assert not budget["met"] and budget["reason"].endswith(
+        "every tool pair is summarised; the latest user message's pairs stay"
+    )
 
 
 # --- tool-prune -----------------------------------------------------------------------------

@@ -25,11 +25,12 @@ from ._model_planner import (
     ModelPlannerMixin,
 )
 from .base import Policy, policy
+from .budget import BudgetParams, need_for, not_triggered, shortfall, with_budget
 
 
 @dataclass(frozen=True)
-class PruneSummariseSettings:
-    """The policy's own parameters (see :class:`PruneSummarise`)."""
+class PruneSummariseSettings(BudgetParams):
+    """The policy's own parameters (see :class:`PruneSummarise`), after the shared budget."""
 
     keep: int = param(
         5, "most recent tool call/result pairs kept whole (the study's window: 5)", ge=0
@@ -91,6 +92,12 @@ class PruneSummarise(ModelPlannerMixin, Policy):
     (cut to the bound if longer) is placed the same way. A failed call, a refusal or an empty
     answer is a planner failure: recorded, the prefix unchanged.
 
+    Budget (``target``/``budget``, ``policies/budget.py``): the pairs outside the window are
+    evicted as above; if that removes less than the need, the window shrinks: its pairs are
+    evicted too, oldest first, until the need is met (the most recent pair is the last to go;
+    the llm planner's summary is counted at its bound, ``summary_tokens``); the plan records
+    whether the need was met.
+
     Parameters → knobs: ``keep`` ↔ the study's window of 5 pairs; ``summary_tokens`` ↔ the
     summary's size; ``trigger_tokens`` (the study prunes at every step: 0); ``planner``
     rules | llm; ``max_prompt_tokens``, ``base_url``, ``model``, ``api_key_env``, ``timeout``,
@@ -105,11 +112,16 @@ class PruneSummarise(ModelPlannerMixin, Policy):
 
     def plan(self, ctx: PrefixContext) -> Plan:
         p = self.params
+        need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
-            return Plan()
+            return Plan(meta=not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens"))
         evicted = evicted_pairs(ctx, p.keep)
+        if need.active:  # the window shrinks, oldest pair first, until the need is met
+            window = [f for f in evicted_pairs(ctx, 0) if f not in evicted]
+            while window and self._saving(ctx, evicted) < need.tokens:
+                evicted.append(window.pop(0))
         if not evicted:
-            return Plan()
+            return Plan(meta=with_budget({}, need, 0))
         title = summary_title(len(evicted))
         if p.planner == "llm":
             text, meta = self._summary_llm(ctx, evicted, title)
@@ -120,11 +132,29 @@ class PruneSummarise(ModelPlannerMixin, Policy):
         saving = sum(f.tokens for f in evicted) - _call_tokens(ctx, evicted[0]) - size
         meta = {**meta, "summarised": len(evicted), "summary_tokens": size}
         if saving <= 0:
-            return Plan(meta={**meta, "skipped": "no_saving"})
+            return Plan(meta=with_budget({**meta, "skipped": "no_saving"}, need, 0))
         host, rest = evicted[0], evicted[1:]
         edits = [Edit(host.id, "fold", note=text, route=False, reason="summary_of_evicted")]
         edits += [Edit(f.id, "prune", reason=f"summarised_in {host.id}") for f in rest]
-        return Plan(tuple(edits), meta=meta)
+        why = "every tool pair is summarised; the latest user message's pairs stay"
+        return Plan(
+            tuple(edits), meta=with_budget(meta, need, saving, shortfall(need, saving, why))
+        )
+
+    def _saving(self, ctx: PrefixContext, evicted: Sequence[ContextObject]) -> int:
+        """What evicting ``evicted`` removes (the first pair's call stays, holding the summary):
+        with the rules digest it will get, or, for the llm planner (whose answer is not had
+        yet), a summary as large as its bound, the least the budget can count on. The window
+        holds at most ``keep`` pairs, so this runs at most ``keep`` times a plan."""
+        if not evicted:
+            return 0
+        p = self.params
+        summary = (
+            ctx.count(rules_digest(ctx, list(evicted), p.summary_tokens).text)
+            if p.planner == "rules"
+            else p.summary_tokens
+        )
+        return sum(f.tokens for f in evicted) - _call_tokens(ctx, evicted[0]) - summary
 
     # --- the llm planner -------------------------------------------------------------------
 
