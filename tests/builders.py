@@ -3,10 +3,13 @@ where the test fixtures and the real public corpora are."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -51,6 +54,20 @@ def shared_path(*parts: str) -> Path:
 def corpus_path(*parts: str) -> Path:
     """A path inside the shared ``corpora`` folder (see ``shared_path``)."""
     return shared_path("corpora", *parts)
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module, its folder on the path as when it runs (the
+    scripts share ``benchmarks/_shared.py``)."""
+    folder = ROOT / "benchmarks"
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # (dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
 
 
 def read_items(fmt: str, path: Path) -> tuple[list[Session], list[Reject]]:

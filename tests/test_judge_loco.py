@@ -44,33 +44,21 @@ fold's FN is a TN: shop grid 1 1 0 2, both overall 2 1 2 13.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import polars as pl
 import pytest
+
+from builders import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "judge_loco.py"
 
 
-def _load() -> ModuleType:
-    """The script as a module, its folder on the path as when it runs (it imports _shared)."""
-    if str(SCRIPT.parent) not in sys.path:
-        sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("judge_loco", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["judge_loco"] = module  # (dataclasses look their module up)
-    spec.loader.exec_module(module)
-    return module
-
-
-loco = _load()
+loco = load_benchmark("judge_loco")
 
 
 @dataclass

@@ -3,19 +3,11 @@ every importer, every mutation kind, no crash, no silent loss, no silent accept.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
-from builders import ROOT
+from builders import load_benchmark
 
 
 def test_small_campaign_on_the_fixtures_finds_nothing() -> None:
-    path = ROOT / "benchmarks" / "campaign_import.py"
-    spec = importlib.util.spec_from_file_location("campaign_import", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["campaign_import"] = module
-    spec.loader.exec_module(module)
+    module = load_benchmark("campaign_import")
     table = module.campaign(None, per_kind=4, seed=11, small=2, echo=False)
     assert {fmt for fmt, _ in table} == set(module.FORMATS)
     assert {kind for _, kind in table} == set(module.KINDS)

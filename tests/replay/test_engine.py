@@ -157,10 +157,11 @@ def test_show_and_sql_cli(synth_corpus, synth_cases, tmp_path) -> None:
         "case synth-browser-00004@12  ·  policy tool-prune:keep=1",
         "prefix 5,529 tokens → view 2,920 tokens (47.2% pruned)  ·  committed: True (always)",
         "future: 27 messages, seq 12–38 (12,808 tokens)",
-        "the view removed: pruned 3 objects (2,703 → 21 tokens)",
+        "the view: pruned 3 objects (2,630 → 21 tokens); 2,609 tokens removed in all",
     ]
-    # the placeholder keeps the call envelope (unchanged: no view line) and replaces the body
-    assert lines[8].startswith("  2  function:search_web:1  pruned       31  Starting with ")
+    # the placeholder keeps the call envelope (unchanged, so kept: no view line) and replaces
+    # the body
+    assert lines[8].startswith("  2  function:search_web:1  kept         31  Starting with ")
     assert lines[9].startswith("  3  function:search_web:1  pruned    597→7  ← ")
     assert lines[10].strip() == "view: ← [Old tool result content cleared]"
     assert "(removed)" not in shown.output
