@@ -94,6 +94,8 @@ SET_NAMES = ("standard", "grid")
 BOTH = "both"  # the two sets pooled, each view once
 OVERALL = "overall"  # every corpus pooled
 GOLD = {v: f"gold_{v}" for v in VARIANTS}  # variant → its column in the per-view table
+#: the suffix of a judge's column of labels that count a recoverable loss as no loss
+AT_RECOVERY = "@recovery"
 
 #: the issue's targets, on strict gold
 TARGET_SENSITIVITY = 0.90
@@ -362,7 +364,12 @@ def view_table(
 ) -> pl.DataFrame:
     """One row per (case, policy, set): the labels' case name and corpus, the policy, its set,
     the gold label in each variant (``gold_strict``, …) and each judge's label (a column named
-    by the judge's label). A policy in both sets has a row in each."""
+    by the judge's label). A policy in both sets has a row in each.
+
+    A judge's verdict that is no-impact only through recovery (``recoverable`` > 0) is
+    ``impact`` in its column, as strict no-impact is (no loss and no recovery), and
+    ``no_impact`` in its ``<label>@recovery`` column, which the recovery variant of gold is
+    compared with."""
     cases, _ = read_cases(Run(run).manifest["cases_path"])
     named = pl.DataFrame(
         [
@@ -377,11 +384,19 @@ def view_table(
     )
     columns = {**{GOLD[v]: gold[v] for v in VARIANTS}, **{j: j for j in judges}}
     for column, label in columns.items():
-        verdicts = read_verdicts(run, label, ["judge", "policy", "case_id", "label"])
-        verdicts = verdicts.filter(pl.col("judge") == label).select(
-            "policy", "case_id", pl.col("label").alias(column)
+        verdicts = read_verdicts(run, label, ["judge", "policy", "case_id", "label", "recoverable"])
+        verdicts = verdicts.filter(pl.col("judge") == label)
+        if column in judges:  # (gold's variants say themselves what recovery counts for)
+            recovered = (pl.col("label") == "no_impact") & (pl.col("recoverable").fill_null(0) > 0)
+            labels = [
+                pl.when(recovered).then(pl.lit("impact")).otherwise(pl.col("label")).alias(column),
+                pl.col("label").alias(f"{column}{AT_RECOVERY}"),
+            ]
+        else:
+            labels = [pl.col("label").alias(column)]
+        frame = frame.join(
+            verdicts.select("policy", "case_id", *labels), on=["policy", "case_id"], how="left"
         )
-        frame = frame.join(verdicts, on=["policy", "case_id"], how="left")
     missing = frame.filter(pl.any_horizontal(pl.col(list(columns)).is_null()))
     if missing.height:
         row = missing.row(0, named=True)
@@ -390,8 +405,9 @@ def view_table(
             f"re-run to judge them"
         )
     return frame.select(
-        "case", "corpus", "policy", "set", "case_id", "session_id", "cut", *columns
-    ).sort("corpus", "case", "set", "policy")
+        "case", "corpus", "policy", "set", "case_id", "session_id", "cut", *columns,
+        *(f"{j}{AT_RECOVERY}" for j in judges),
+    ).sort("corpus", "case", "set", "policy")  # fmt: skip
 
 
 # --- scoring ----------------------------------------------------------------------------------
@@ -444,7 +460,10 @@ def score_views(views: pl.DataFrame, judge: str, variant: str = "strict") -> Sco
     them."""
     gold = GOLD[variant]
     frame = views.unique(["case_id", "policy"], keep="first", maintain_order=True)
-    judged = frame.select("policy", "case_id", pl.col(judge).alias("label"), losses=pl.lit(None))
+    column = f"{judge}{AT_RECOVERY}" if variant == "recovery" else judge
+    if column not in frame.columns:
+        column = judge
+    judged = frame.select("policy", "case_id", pl.col(column).alias("label"), losses=pl.lit(None))
     reference = frame.select("policy", "case_id", pl.col(gold).alias("label"))
     c = compare(judged, reference, judge, gold)
     return Score(
@@ -515,10 +534,18 @@ def loco_scores(
     corpora pooled, each view labelled by its own fold's choice; ``in_sample``: every corpus by
     the judge chosen on all), variant, set (``standard``, ``grid``, ``both``), corpus (or
     ``overall``), the judge that scored it, and the ``Score``'s fields."""
-    by_fold = pl.col(in_sample.judge)  # a corpus without a fold (none) keeps the in-sample one
-    for corpus, choice in held_out.items():
-        by_fold = pl.when(pl.col("corpus") == corpus).then(pl.col(choice.judge)).otherwise(by_fold)
-    pooled = views.with_columns(by_fold.alias("_held_out"))
+    pooled = views
+    for suffix in ("", AT_RECOVERY):  # the strict labels, and those counting recovery
+        # a corpus without a fold (none) keeps the in-sample choice
+        by_fold = pl.col(f"{in_sample.judge}{suffix}")
+        for corpus, choice in held_out.items():
+            by_fold = (
+                pl.when(pl.col("corpus") == corpus)
+                .then(pl.col(f"{choice.judge}{suffix}"))
+                .otherwise(by_fold)
+            )
+        if f"{in_sample.judge}{suffix}" in views.columns:
+            pooled = pooled.with_columns(by_fold.alias(f"_held_out{suffix}"))
     rows: list[dict[str, Any]] = []
     for variant in VARIANTS:
         for set_name, frame in sets_of(pooled):

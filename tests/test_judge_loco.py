@@ -32,14 +32,15 @@ What each view keeps, and so each verdict:
 - ``oldest-turn:mode=fold`` folds the oldest turn between the first and the latest user turn
   behind a visible pointer. Only shop/cancel has one (turn 2, messages 5–10): strict gold impact
   (``"status": "pending"`` left the view), recovery gold no_impact (it is behind the pointer),
-  flow no_impact (recoverable) → strict **FN**, recovery **TN**. The other cases have two user
-  turns, nothing is folded: 5 TN.
+  flow no_impact only through recovery, which strict no-impact is not → strict **TP**,
+  recovery **TN**. The other cases have two user turns, nothing is folded: 5 TN.
 
 Per corpus and set against strict gold (tp fn fp tn): standard — shop 1 1 0 2, build 1 0 1 2,
 air 0 0 1 3, overall 2 1 2 7 (kappa: p_o = 9/12, p_e = 3/12·4/12 + 9/12·8/12 = 7/12, so
-(9/12 − 7/12) / (5/12) = 0.4); grid — shop 1 2 0 1, build 1 0 1 2, air 0 0 1 3, overall
-2 2 2 6; both (each of the 18 distinct views once) — overall 2 2 2 12. With recovery gold the
-fold's FN is a TN: shop grid 1 1 0 2, both overall 2 1 2 13.
+(9/12 − 7/12) / (5/12) = 0.4); grid — shop 2 1 0 1, build 1 0 1 2, air 0 0 1 3, overall
+3 1 2 6; both (each of the 18 distinct views once) — overall 3 1 2 12. With recovery gold (and
+the judge's label counting a recoverable loss as none) the fold's TP is a TN: shop grid
+1 1 0 2, both overall 2 1 2 13.
 """
 
 from __future__ import annotations
@@ -105,9 +106,9 @@ def test_quick_confusion_per_corpus_and_overall(quick: Quick) -> None:
     assert confusion(s, "build", "standard") == (1, 0, 1, 2)
     assert confusion(s, "air", "standard") == (0, 0, 1, 3)
     assert confusion(s, "overall", "standard") == (2, 1, 2, 7)
-    assert confusion(s, "shop", "grid") == (1, 2, 0, 1)
-    assert confusion(s, "overall", "grid") == (2, 2, 2, 6)
-    assert confusion(s, "overall", "both") == (2, 2, 2, 12)
+    assert confusion(s, "shop", "grid") == (2, 1, 0, 1)
+    assert confusion(s, "overall", "grid") == (3, 1, 2, 6)
+    assert confusion(s, "overall", "both") == (3, 1, 2, 12)
     assert confusion(s, "overall", "standard", "whitespace") == (2, 1, 2, 7)
     assert confusion(s, "shop", "grid", "recovery") == (1, 1, 0, 2)
     assert confusion(s, "overall", "both", "recovery") == (2, 1, 2, 13)

@@ -10,7 +10,7 @@ import pytest
 from ctxreplay.datasets.store import Corpus
 from ctxreplay.judges.anchor_judge import anchor_document_frequency
 from ctxreplay.judges.base import corpus_frequencies, make_judge
-from ctxreplay.judges.flow import _frequency_of
+from ctxreplay.judges.flow import frequency_of as _frequency_of
 
 
 @pytest.mark.parametrize("apart", [False, True], ids=["arrow-here", "duckdb-apart"])

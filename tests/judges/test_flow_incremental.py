@@ -50,9 +50,10 @@ MESSAGES = tuple(
 
 def case(cut: int, start: int = 0) -> JudgeInput:
     """The case cut at ``cut``; ``start`` > 0: its prefix begins there (as after a compaction),
-    so it holds the same messages at other places."""
+    so it holds the same messages at other places. The session's messages are given, as the
+    engine gives them (the judge's session statistics are the whole session's)."""
     item = view_input(MESSAGES[start:cut], MESSAGES[cut:], Edit("function:read_file:2", "prune"))
-    return replace(item, session_id="s", case_id=f"c-{start}-{cut}")
+    return replace(item, session_id="s", case_id=f"c-{start}-{cut}", session=MESSAGES)
 
 
 def as_tuples(judge: FlowJudge, item: JudgeInput) -> list[tuple]:
@@ -104,40 +105,46 @@ def test_a_copy_obtained_again_before_one_cut_is_used_from_its_source_after_anot
 def test_the_sources_are_extended_only_when_the_prefix_only_adds_messages() -> None:
     judge = FlowJudge()
     judge.uses(case(8))
-    before = judge._sources.sources
+    before = judge.session_index.last.sources
     judge.uses(case(12))  # the same prefix and more after it: extended in place
-    assert judge._sources.sources is before
+    assert judge.session_index.last.sources is before
     # every message but the system prompt, the protected turn (7) holding its place unindexed
-    assert [i for i, _ in judge._sources.sources] == list(range(1, 12))
-    assert list(judge._sources.waiting) == [6]
-    assert "quote" not in judge._sources.latest_of  # said only by the protected turn
-    latest = judge._sources.latest_of
+    assert [i for i, _ in judge.session_index.last.sources] == list(range(1, 12))
+    assert list(judge.session_index.last.waiting) == [6]
+    assert "quote" not in judge.session_index.last.latest_of  # said only by the protected turn
+    latest = judge.session_index.last.latest_of
     fresh = FlowJudge()
     fresh.uses(case(12))
-    assert latest == fresh._sources.latest_of
+    assert latest == fresh.session_index.last.latest_of
     assert latest["t-88412"] == max(
-        pos for pos, (_, info) in enumerate(judge._sources.sources) if "t-88412" in info.tokens
+        pos
+        for pos, (_, info) in enumerate(judge.session_index.last.sources)
+        if "t-88412" in info.tokens
     )
     judge.uses(case(14))  # 13 is the protected turn now: 7 is a source, put in its place
-    assert judge._sources.sources is before and list(judge._sources.waiting) == [12]
+    assert judge.session_index.last.sources is before and list(
+        judge.session_index.last.waiting
+    ) == [12]
     fresh = FlowJudge()
     fresh.uses(case(14))
-    assert judge._sources.latest_of == fresh._sources.latest_of
-    assert judge._sources.latest_gram == fresh._sources.latest_gram
-    assert judge._sources.latest_of["quote"] == 6  # put after 11 was, and older
-    assert judge._sources.latest_of["t-88412"] == 11  # a later holder is not replaced
+    assert judge.session_index.last.latest_of == fresh.session_index.last.latest_of
+    assert judge.session_index.last.latest_gram == fresh.session_index.last.latest_gram
+    assert judge.session_index.last.latest_of["quote"] == 6  # put after 11 was, and older
+    assert judge.session_index.last.latest_of["t-88412"] == 11  # a later holder is not replaced
     judge.uses(case(12, 2))  # the same messages at other places: built again
-    assert judge._sources.sources is not before
-    assert judge._sources.latest_of == (lambda j: (j.uses(case(12, 2)), j._sources.latest_of)[1])(
-        FlowJudge()
-    )
+    assert judge.session_index.last.sources is not before
+    assert judge.session_index.last.latest_of == (
+        lambda j: (j.uses(case(12, 2)), j.session_index.last.latest_of)[1]
+    )(FlowJudge())
 
 
 def test_what_is_always_in_view_follows_the_protected_turn() -> None:
-    judge = FlowJudge()
-    first = judge._always([MESSAGES[0], MESSAGES[1]])
-    again = judge._always([MESSAGES[0], MESSAGES[1]])
-    later = judge._always([MESSAGES[0], MESSAGES[7]])
+    from ctxreplay.judges.flow.index import SessionIndex
+
+    index = SessionIndex()
+    first = index.always([MESSAGES[0], MESSAGES[1]])
+    again = index.always([MESSAGES[0], MESSAGES[1]])
+    later = index.always([MESSAGES[0], MESSAGES[7]])
     assert again is first
     assert first[0] == MESSAGES[0].parts[0].content + "\n" + MESSAGES[1].parts[0].content
     assert "t-88412" in first[1] and "restart" in first[1] and "restart" not in later[1]
@@ -159,8 +166,8 @@ def test_a_session_begun_with_its_inputs_gives_what_fresh_judges_give() -> None:
     assert copies(begun, case(14)) == set() and copies(begun, case(19)) == {18}
     whole = FlowJudge()
     whole.uses(case(19))
-    kept, every = begun._sources.latest_gram, whole._sources.latest_gram
-    assert kept.keys() <= begun._copiable and kept == {g: every[g] for g in kept}
+    kept, every = begun.session_index.last.latest_gram, whole.session_index.last.latest_gram
+    assert kept.keys() <= begun.session_index.copiable and kept == {g: every[g] for g in kept}
     assert 0 < len(kept) < len(every) / 4  # the runs no agent message holds are not kept
 
 
@@ -173,4 +180,5 @@ def test_an_input_its_session_was_not_begun_with_is_judged_in_full() -> None:
     judge.begin_session([short])
     assert as_tuples(judge, short) == as_tuples(FlowJudge(), short)
     assert copies(judge, case(19)) == copies(FlowJudge(), case(19)) == {18}
-    assert judge._copiable is None
+    index = judge.session_index
+    assert index is not None and index.copiable is None  # every word run looked for

@@ -57,11 +57,13 @@ def status_session() -> list:
 
 def test_status_of_the_record_acted_on_is_a_dependency() -> None:
     kept = judge_case(status_session(), 8)
-    assert (kept.label, kept.dependencies, kept.recoverable) == ("no_impact", 5, 0)
+    assert (kept.label, kept.dependencies, kept.recoverable) == ("no_impact", 4, 0)
     gone = judge_case(status_session(), 8, prune("function:get_details_by_id:1"))
     assert gone.label == "impact"
-    # the record that defines line L1002, not the bill that mentions it in passing
-    assert any('"status":"Suspended"' in a for a in lost(gone))
+    # the field of the record that defines line L1002 (not its whole row: a decision on one
+    # field does not need the record's others), not the bill that mentions it in passing
+    assert "line_id: L1002" in lost(gone)
+    assert all('"status":"Suspended"' not in a for a in lost(gone))
     assert all("B77" not in a for a in lost(gone))
     assert {loss.source_object for loss in gone.losses} == {"function:get_details_by_id:1"}
     assert {loss.need_seq for loss in gone.losses} == {8}
@@ -359,7 +361,7 @@ def test_a_span_copied_from_a_removed_output_is_lost_unless_obtained_again() -> 
 
 def test_recoverable_through_a_visible_pointer_is_not_a_loss() -> None:
     v = judge_case(status_session(), 8, Edit("function:get_details_by_id:1", "fold"))
-    assert (v.label, v.dependencies, v.recoverable) == ("no_impact", 5, 2)
+    assert (v.label, v.dependencies, v.recoverable) == ("no_impact", 4, 1)
     hidden = judge_case(
         status_session(), 8, Edit("function:get_details_by_id:1", "fold", route=False)
     )

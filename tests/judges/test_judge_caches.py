@@ -19,7 +19,9 @@ from ctxreplay.engines.judge import run_judge
 from ctxreplay.engines.replay import run_replay
 from ctxreplay.judges.anchor_judge import AnchorJudge
 from ctxreplay.judges.base import Judge, JudgeInput, Verdict
-from ctxreplay.judges.flow import _SCANS, FlowJudge, _Message
+from ctxreplay.judges.flow import FlowJudge
+from ctxreplay.judges.flow.messages import SCANS as _SCANS
+from ctxreplay.judges.flow.messages import Source as _Message
 from ctxreplay.replay.plan import Edit
 from ctxreplay.runs import read_verdicts
 from ctxreplay.text.facts import LineIndex, facts_of
@@ -204,7 +206,8 @@ def test_a_message_looked_into_gives_what_its_facts_hold() -> None:
     order, and its fields, rules and told tokens, whatever its parts and whether or not it was
     heard in a future first (``_Told``)."""
     from ctxreplay.datasets.messages import Message, Part
-    from ctxreplay.judges.flow import _Told, message_facts, told
+    from ctxreplay.judges.flow.messages import Heard as _Told
+    from ctxreplay.judges.flow.messages import message_facts, told
     from ctxreplay.text.facts import LineIndex, token_set
 
     texts = [
@@ -250,7 +253,7 @@ def test_what_is_always_in_view_is_tokenised_as_one_text() -> None:
     """The always-in-view text's tokens are its messages' own, found once each, and those of
     the joined text where a prose date may run from one message into the next."""
     from ctxreplay.datasets.messages import Message, Part
-    from ctxreplay.judges.flow import rendered
+    from ctxreplay.judges.base import rendered
     from ctxreplay.text.facts import squash, token_set
 
     texts = [
@@ -263,7 +266,9 @@ def test_what_is_always_in_view_is_tokenised_as_one_text() -> None:
         "",
         "plain words",
     ]
-    judge = FlowJudge()
+    from ctxreplay.judges.flow.index import SessionIndex
+
+    index = SessionIndex()
     for a in texts:
         for b in texts:
             for c in ("", "2024", "next"):
@@ -274,8 +279,8 @@ def test_what_is_always_in_view_is_tokenised_as_one_text() -> None:
                 ]
                 joined = "\n".join(rendered(m) for m in messages)
                 want = (joined, token_set(joined), squash(joined))
-                assert judge._always(messages) == want, (a, b, c)
-                assert judge._always(messages) == want  # and again, from what was found
+                assert index.always(messages) == want, (a, b, c)
+                assert index.always(messages) == want  # and again, from what was found
     assert token_set("due on may\n5, 2024") != token_set("due on may") | token_set("5, 2024")
 
 
@@ -305,7 +310,8 @@ def test_a_key_is_named_near_its_value_as_a_scan_of_every_pair_finds() -> None:
     a bisection): what comparing every place of the key with every place of the value finds."""
     import random
 
-    from ctxreplay.judges.flow import _named_together, _Said
+    from ctxreplay.judges.flow.messages import Said as _Said
+    from ctxreplay.judges.flow.rules import named_together as _named_together
     from ctxreplay.text.facts import Fact
 
     rng = random.Random(7)
@@ -330,7 +336,9 @@ def test_a_source_put_after_later_ones_holds_only_what_none_later_holds() -> Non
     """A protected turn put among the sources after later ones were (``_Sources.put``): the
     latest holder of each token stays the latest, the positions with a key, a rule, the
     agent's own stay in order, and what a future message reads is added to what it finds held."""
-    from ctxreplay.judges.flow import _PROTECTED, _Message, _Sources
+    from ctxreplay.judges.flow.index import Sources as _Sources
+    from ctxreplay.judges.flow.messages import PROTECTED as _PROTECTED
+    from ctxreplay.judges.flow.messages import Source as _Message
     from ctxreplay.text.facts import Fact
 
     def message(role: str, tokens: str, key: str = "", rule: bool = False) -> _Message:

@@ -30,7 +30,7 @@ def test_a_builtin_judge_loads_its_module_alone() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert out[0] == "ctxreplay.judges.flow False False"
+    assert out[0] == "ctxreplay.judges.flow.judge False False"
     # asking for every name still loads every judge
     assert eval(out[1]) == sorted({*BUILTIN_MODULES, *eval(out[1])})
     assert set(eval(out[1])) >= set(BUILTIN_MODULES)

@@ -434,11 +434,12 @@ def test_calibration_is_stored_in_the_run(fx: Fixture) -> None:
         "kappa",
         "created",
     ]
-    assert doc["judge"] == "anchor" and doc["against"] == result.variants[0].reference
-    assert (doc["tp"], doc["fn"], doc["fp"], doc["tn"]) == (1, 2, 1, 5)
-    assert doc["sensitivity"] == pytest.approx(1 / 3)
-    assert doc["specificity"] == pytest.approx(5 / 6)
-    assert doc["kappa"] == pytest.approx(6 / 33)
+    assert doc["judge"] == "anchor" and doc["against"] == result.variant("recovery").reference
+    assert (doc["tp"], doc["fn"], doc["fp"], doc["tn"]) == (1, 1, 1, 6)  # with recovery
+    assert doc["sensitivity"] == pytest.approx(1 / 2)
+    assert doc["specificity"] == pytest.approx(6 / 7)
+    # p_o = 7/9, p_e = (2/9)(2/9) + (7/9)(7/9) = 53/81 → kappa = (63 − 53)/(81 − 53) = 5/14
+    assert doc["kappa"] == pytest.approx(5 / 14)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", doc["created"])
     assert read_calibration(fx.run, "anchor") == doc
     assert read_calibration(fx.run, "llm") is None

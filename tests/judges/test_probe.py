@@ -375,12 +375,14 @@ def test_probe_in_a_run_and_calibrated_against_dependency_labels(tmp_path: Path)
     assert verdicts.height == 9 and set(verdicts["label"]) <= set(LABELS)
     # one case's future uses nothing of the editable prefix: no probe asked, so unscored
     unscored = verdicts.filter(pl.col("label") == "unscored")
-    assert unscored.height == 3 and all(r.startswith("no probes") for r in unscored["unscored_reason"])
+    assert unscored.height == 3 and all(
+        r.startswith("no probes") for r in unscored["unscored_reason"]
+    )
     assert (run / "calls").is_dir()  # every call recorded in the run
     result = calibrate_against_deps(run, "probe", labels, workers=1)
     strict = result.variants[0].calibration
     assert strict.judge == label and strict.n == 6 and strict.unscored == 3
-    assert read_calibration(run, label)["against"] == result.variants[0].reference
+    assert read_calibration(run, label)["against"] == result.variant("recovery").reference
     cli = runner.invoke(
         main, ["calibrate", str(run), "--judge", "probe", "--against", f"deps:{labels}"]
     )

@@ -306,11 +306,11 @@ def test_no_impact_table_appends_the_recovery_price(report, sweep_run: Path) -> 
     assert table.columns[-len(RECOVERY_SCHEMA) :] == list(RECOVERY_SCHEMA)
     rows = {r["policy"]: r for r in table.to_dicts()}
     fold = rows[_folded(report)]
-    assert fold["recoveries_per_case"] == pytest.approx(182 / 73)
-    assert fold["recovery_tokens_per_case"] == pytest.approx(16049.062367807232)
+    assert fold["recoveries_per_case"] == pytest.approx(150 / 73)
+    assert fold["recovery_tokens_per_case"] == pytest.approx(12565.407564391468)
     assert fold["extra_requests_per_case"] == fold["recoveries_per_case"]
     assert (fold["strict_no_impact_pct"], fold["no_impact_pct"]) == pytest.approx(
-        (100 * 15 / 73, 100 * 61 / 73)
+        (100 * 17 / 73, 100 * 62 / 73)
     )
     for plain in ("noop", "tool-prune:keep=1"):
         assert rows[plain]["recoveries_per_case"] == 0

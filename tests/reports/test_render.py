@@ -66,22 +66,22 @@ def test_the_best_policy_lines_show_strict_no_impact_and_mark_a_pass_through_rec
     from ctxreplay.reports.formatting import MARK_NOTE
 
     self_gc = (
-        "reference (best no-impact): self-gc: no-impact 93.18% †, strict no-impact 63.64%, "
-        "0.52 recoveries per case, prune 39.46%"
+        "reference (best no-impact): self-gc: no-impact 93.18% †, strict no-impact 75.00%, "
+        "0.39 recoveries per case, prune 39.46%"
     )
     assert report.render("terminal", width=0).splitlines()[2:4] == [self_gc, MARK_NOTE]
     assert f"- {self_gc}" in report.render("markdown").splitlines()
     table = report.no_impact.with_columns(
         pl.when(pl.col("policy") == "tool-prune")
-        .then(pl.lit(70.0))
+        .then(pl.lit(80.0))
         .otherwise(pl.col("strict_no_impact_pct"))
         .alias("strict_no_impact_pct")
     )
     lines = replace(report, no_impact=table).render("terminal", width=0).splitlines()
     assert lines[2:5] == [
         self_gc,
-        "best strict no-impact (no loss and no recovery): tool-prune: no-impact 22.73%, strict "
-        "no-impact 70.00%, 0.00 recoveries per case, prune 50.87%",
+        "best strict no-impact (no loss and no recovery): tool-prune: no-impact 29.55%, strict "
+        "no-impact 80.00%, 0.00 recoveries per case, prune 50.87%",
         MARK_NOTE,
     ]
     # the headline table: † on self-gc's no-impact, its strict figure right beside it
@@ -94,7 +94,7 @@ def test_the_best_policy_lines_show_strict_no_impact_and_mark_a_pass_through_rec
     md = report.render("markdown")
     header = next(line for line in md.splitlines() if line.startswith("| policy | cases |"))
     assert "| no-impact % | strict no-impact % | recoveries/case | Wilson 95% CI |" in header
-    assert "| 93.18 † | 63.64 | 0.52 |" in md
+    assert "| 93.18 † | 75.00 | 0.39 |" in md
     assert f"\n{MARK_NOTE}\n" in md
 
 
@@ -194,8 +194,8 @@ def test_html_summary_names_the_best_policy_per_pruning_level(report):
     # level, ranked by, policy, prune %, no-impact %, strict no-impact % (small run's figures)
     assert rows == [
         ["≥ 0%", both, "noop", "0.00", "100.00", "100.00"],
-        ["≥ 10…30%", both, "self-gc", "39.46", "93.18 †", "63.64"],
-        ["≥ 40…50%", both, "tool-prune", "50.87", "22.73", "22.73"],
+        ["≥ 10…30%", both, "self-gc", "39.46", "93.18 †", "75.00"],
+        ["≥ 40…50%", both, "tool-prune", "50.87", "29.55", "29.55"],
     ]
     assert "leans on recovery" in page[page.index("</table>", page.index('id="summary"')) :]
 
@@ -206,16 +206,16 @@ def test_html_summary_splits_a_level_whose_leaders_differ(report):
 
     table = report.no_impact.with_columns(
         pl.when(pl.col("policy") == "tool-prune")
-        .then(pl.lit(70.0))
+        .then(pl.lit(80.0))
         .otherwise(pl.col("strict_no_impact_pct"))
         .alias("strict_no_impact_pct")
     )
     page = replace(report, no_impact=table).render("html")
     summary = _section(page, '<h2 id="h-summary">', "</table>")
     rows = [_cells(r) for r in re.findall(r"<tr>(.*?)</tr>", summary, flags=re.S)[1:]]
-    assert rows[1] == ["≥ 10…30%", "no-impact", "self-gc", "39.46", "93.18 †", "63.64"]
-    assert rows[2] == ["strict no-impact", "tool-prune", "50.87", "22.73", "70.00"]
-    assert "<b>70.00</b>" in summary and "<b>93.18 †</b>" in summary
+    assert rows[1] == ["≥ 10…30%", "no-impact", "self-gc", "39.46", "93.18 †", "75.00"]
+    assert rows[2] == ["strict no-impact", "tool-prune", "50.87", "29.55", "80.00"]
+    assert "<b>80.00</b>" in summary and "<b>93.18 †</b>" in summary
 
 
 def test_html_ids_and_commands_are_whole_and_tables_scroll_in_place(report):

@@ -148,7 +148,7 @@ def test_a_judged_case_shows_each_loss_and_the_future_message_that_needed_it(
     )
     losses = verdict["losses"][0].to_list()
     assert len(losses) == 5
-    start = lines.index("judge flow: impact · 16 dependencies, 0 recoverable, 5 lost")
+    start = lines.index("judge flow: impact · 15 dependencies, 0 recoverable, 5 lost")
     heads = [line for line in lines[start:] if line.startswith("loss ")]
     assert heads == [
         f"loss {k} of 5 · {loss['category'].replace('_', ' ')} · from function:fetch_url:2 "
@@ -193,7 +193,7 @@ def test_every_line_fits_the_width(small_run: Path, case: str, policy: str, widt
 def test_judge_option(small_run: Path) -> None:
     # the run holds two judges (flow and edited): the default is the default judge, flow
     default = _show(small_run, LOSS_CASE, "--policy", "tool-prune", "--width", "100")
-    assert "judge flow: impact · 16 dependencies, 0 recoverable, 5 lost" in default
+    assert "judge flow: impact · 15 dependencies, 0 recoverable, 5 lost" in default
     unscored = _show(
         small_run, LOSS_CASE, "--policy", "tool-prune", "--judge", "edited", "--width", "100"
     )

@@ -131,9 +131,9 @@ def test_taxonomy_counts_and_rates(report, small_run: Path):
     lost = tax.filter((pl.col("policy") == "tool-prune") & (pl.col("cases") > 0))
     assert dict(zip(lost["category"], lost["cases"], strict=True)) == {
         "evidence_detail": 25,
-        "locator_handle": 10,
+        "locator_handle": 9,
         "verbatim_source": 12,
-        "live_state": 17,
+        "live_state": 10,
     }
 
 

@@ -365,7 +365,7 @@ def test_audit_cli_never_cuts_a_command(small_run: Path) -> None:
 
 def test_examples_default_spreads_over_policies_then_categories(report) -> None:
     ex = report.examples
-    assert ex.height == 10 and report.losses.height == 140
+    assert ex.height == 10 and report.losses.height == 123
     assert report.meta["examples"] == 10
     # every policy with a loss, and every (policy, category) with a loss, before any repeat
     pairs = report.losses.select("policy", "category").unique()
@@ -387,12 +387,12 @@ def test_examples_n_bounds_every_format(small_run: Path, tmp_path: Path) -> None
     assert sum(line.startswith("    $ ctxreplay show ") for line in terminal) == 3
     run = shlex.quote(str(small_run))
     assert terminal[-1] == (
-        f"3 of 140 losses shown; more: `ctxreplay report {run} --examples N`; every loss of one "
+        f"3 of 123 losses shown; more: `ctxreplay report {run} --examples N`; every loss of one "
         f"category: `ctxreplay audit {run} --category CATEGORY [--policy POLICY]`."
     )
     md = report.render("markdown")
     section = md.split("## Example losses\n")[1]
-    assert section.startswith(f"\n3 of 140 losses shown; more: `ctxreplay report {run}")
+    assert section.startswith(f"\n3 of 123 losses shown; more: `ctxreplay report {run}")
     assert (
         sum(
             line.startswith("| self-gc |") or line.startswith("| tool-prune |")
@@ -407,12 +407,12 @@ def test_examples_n_bounds_every_format(small_run: Path, tmp_path: Path) -> None
     page = report.render("html")
     table = page.split('<table id="examples">')[1].split("</table>")[0]
     assert table.count('<tr class="loss">') == 3  # each loss's command on the row under it
-    assert "3 of 140 losses shown" in page
+    assert "3 of 123 losses shown" in page
     none = build_report(small_run, bootstrap=20, examples=0)
     lines = none.render("terminal", width=0).splitlines()
     assert lines[-2:] == [
         "(none)",
-        f"0 of 140 losses shown; more: `ctxreplay report {run} --examples N`; every loss of one "
+        f"0 of 123 losses shown; more: `ctxreplay report {run} --examples N`; every loss of one "
         f"category: `ctxreplay audit {run} --category CATEGORY [--policy POLICY]`.",
     ]
 
@@ -427,7 +427,7 @@ def test_report_cli_width_and_examples(small_run: Path) -> None:
     lines = result.output.splitlines()
     assert max(len(line) for line in lines) <= 80
     assert sum(line.startswith("    $ ctxreplay show ") for line in lines) == 2
-    assert any(line.startswith("2 of 140 losses shown; more:") for line in lines)
+    assert any(line.startswith("2 of 123 losses shown; more:") for line in lines)
     bad = runner.invoke(main, ["report", str(small_run), "--width", "20"])
     assert bad.exit_code == 2
     assert bad.output.strip().splitlines() == [

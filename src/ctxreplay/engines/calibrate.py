@@ -293,6 +293,10 @@ class GoldCalibration:
     #: what running the ``deps`` judge of each variant did (in the order of ``variants``)
     judged: tuple[JudgeSummary, ...] = field(default=(), compare=False, repr=False)
 
+    def variant(self, name: str) -> VariantResult:
+        """The result against one scoring variant (strict, whitespace, recovery)."""
+        return next(v for v in self.variants if v.variant == name)
+
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per (variant, scope, name): scope overall · corpus · category · missed."""
         empty = (
@@ -430,8 +434,13 @@ def calibrate_against_deps(
 
     The ``deps`` judge runs first, over ``policies`` only when given (resumable; its verdicts are
     kept under labels like ``deps:path=…,variant=…``; its summaries are ``judged`` of the result).
-    The strict result is stored as the judge's calibration in the run
-    (``RUN/calibration/<slug(judge)>.json``) unless ``store`` is False.
+
+    Strict no-impact is no loss and no recovery, so against the strict and whitespace variants
+    a verdict that is no-impact only through recovery counts as impact (``strict_labels``);
+    against the recovery variant it counts as it reads. The recovery result is the pairing the
+    report's no-impact (which accepts recovery) is, and is stored as the judge's calibration in
+    the run (``RUN/calibration/<slug(judge)>.json``, for the report's correction) unless
+    ``store`` is False.
     """
     from ..judges.labels import VARIANTS, load_labels
 
@@ -449,13 +458,25 @@ def calibrate_against_deps(
         if policies:
             reference = reference.filter(pl.col("policy").is_in(list(policies)))
         summaries.append(summary)
-        results.append(_variant_result(judged, reference, label, summary.judge, variant, corpus_of))
+        mine = judged if variant == "recovery" else strict_labels(judged)
+        results.append(_variant_result(mine, reference, label, summary.judge, variant, corpus_of))
     out = GoldCalibration(
         label, str(Path(labels).resolve()), tuple(results), judged=tuple(summaries)
     )
     if store:
-        write_calibration(run_path, out.variants[0].calibration)
+        write_calibration(run_path, out.variant("recovery").calibration)
     return out
+
+
+def strict_labels(verdicts: pl.DataFrame) -> pl.DataFrame:
+    """Verdicts with a no-impact that holds only through recovery (``recoverable`` > 0) made
+    impact: the judge's strict no-impact (no loss and no recovery)."""
+    if "recoverable" not in verdicts.columns:
+        return verdicts
+    recovered = (pl.col("label") == "no_impact") & (pl.col("recoverable").fill_null(0) > 0)
+    return verdicts.with_columns(
+        label=pl.when(recovered).then(pl.lit("impact")).otherwise(pl.col("label"))
+    )
 
 
 def _variant_result(

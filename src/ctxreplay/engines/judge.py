@@ -321,6 +321,7 @@ def inputs_for(
     reads them."""
     count = cached_counter(get_tokenizer().name) if counts else _no_count
     visible = [m for m in messages if m.visible]
+    session = tuple(visible)  # shared by the session's inputs
     by_case: dict[str, list[tuple[str, bool]]] = {}
     for case_id, policy, committed in work.pairs:
         by_case.setdefault(case_id, []).append((policy, committed))
@@ -348,6 +349,7 @@ def inputs_for(
                     summary=row.get("summary"),
                     cut=case["cut"],
                     tools=tools,
+                    session=session,
                 ),
                 problem,
             )
@@ -425,6 +427,7 @@ def _judge_chunk(run_path: str, corpus_path: str, chunk: Chunk) -> list[dict[str
                 verdict_row(run.name, item, judge, judge_one(judge, item, problem))
                 for item, problem in items
             )
+            judge.end_session()
     return rows
 
 
@@ -841,6 +844,7 @@ def _run_threaded(
                 if len(pending) >= flush_every:
                     record(pending)
                     pending = []
+            judge.end_session()
     record(pending)
 
 

@@ -136,7 +136,12 @@ class AnchorJudge(Judge):
     def __init__(self, params: AnchorJudge.Params | None = None) -> None:
         super().__init__(params)
         self.common: frozenset[str] = frozenset()
-        self._case_cache: tuple[str, list[Dependency], str, list[str]] | None = None
+        #: the last case's dependencies, by its id and its prefix and future (by identity: two
+        #: runs may reuse a case id for another case)
+        self._case_cache: (
+            tuple[str, tuple[Message, ...], tuple[Message, ...], list[Dependency], str, list[str]]
+            | None
+        ) = None
         # what a message reads as, uses and states does not change between the cases (and
         # views) of a session: each is worked out once per session, by the message object
         # (``ByObject``: by identity, the object held with its value)
@@ -187,8 +192,9 @@ class AnchorJudge(Judge):
 
     # --- dependencies of a case (policy-independent, cached) ------------------------------
     def dependencies(self, item: JudgeInput) -> tuple[list[Dependency], str]:
-        if self._case_cache and self._case_cache[0] == item.case_id:
-            return self._case_cache[1], self._case_cache[2]
+        c = self._case_cache
+        if c and c[0] == item.case_id and c[1] is item.prefix and c[2] is item.future:
+            return c[3], c[4]
         self._for_session(item.session_id)
         prefix, index = item.prefix, item.index
         latest = index[index.latest_turn] if index.latest_turn else None
@@ -266,7 +272,7 @@ class AnchorJudge(Judge):
             )
         ]
         blocker = current_blocker(index)
-        self._case_cache = (item.case_id, deps, blocker or "", texts)
+        self._case_cache = (item.case_id, item.prefix, item.future, deps, blocker or "", texts)
         return deps, blocker or ""
 
     def _contract_sentences(
@@ -289,7 +295,7 @@ class AnchorJudge(Judge):
             return Verdict("no_impact", reason="the future uses nothing exact from the prefix")
         where = availability(item, view_text="\n".join(self._text(m) for m in item.view))
         view_text, recoverable_text, hidden_text = where.view, where.recoverable, where.unrouted
-        texts = self._case_cache[3] if self._case_cache else [message_text(m) for m in item.prefix]
+        texts = self._case_cache[5] if self._case_cache else [message_text(m) for m in item.prefix]
         losses: list[Loss] = []
         recoverable = 0
         for d in deps:

@@ -112,6 +112,9 @@ class JudgeInput:
     #: ``tools`` of the session metadata); None where the trace has none or the judge does
     #: not read them (``Judge.reads_session_tools``)
     tools: tuple[Mapping[str, Any], ...] | None = None
+    #: the session's visible messages (one tuple shared by its inputs), where the engine gives
+    #: them: what a judge may know of the session as a whole
+    session: tuple[Message, ...] | None = None
 
 
 def message_text(m: Message) -> str:
@@ -200,6 +203,11 @@ class Judge(Plugin, ABC):
         reused. None: nothing outside the run."""
         return None
 
+    def end_session(self) -> None:
+        """The engine is done with the session ``begin_session`` began: what the judge kept of
+        it may go."""
+        return None
+
     def corpus_state(self, corpus: Any) -> Any:
         """Corpus-level knowledge a judge needs (computed once, in the main process)."""
         return None
@@ -245,7 +253,7 @@ DEFAULT_JUDGE = "flow"
 BUILTIN_MODULES = {
     "anchor": "anchor_judge",
     "counterfactual": "counterfactual",
-    "flow": "flow",
+    "flow": "flow.judge",
     "deps": "labels",
     "llm": "llm",
     "probe": "probe",

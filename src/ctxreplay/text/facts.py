@@ -129,13 +129,18 @@ def _more(tok: str) -> tuple[str, ...]:
         return (tok, name) if name else (tok,)
     if len(tok) == 10 and _ISO_DATE.fullmatch(tok):  # a date's only length
         return (tok, tok[5:])
+    if tok.startswith("0x") and len(tok) > 6 and _HEX.fullmatch(tok, 2):
+        return (tok, tok[2:])  # a hex literal is also its digits, as a listing prints them
     return (tok,)
+
+
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 def _expand(raw: set[str]) -> set[str]:
     """The union of ``_more`` over distinct raw tokens: most are themselves, and only those
     with a ``_``, a ``/`` or a date's length are looked at one by one."""
-    special = [t for t in raw if "_" in t or "/" in t or len(t) == 10]
+    special = [t for t in raw if "_" in t or "/" in t or len(t) == 10 or t.startswith("0x")]
     if not special:
         return raw
     out = raw.difference(special)
@@ -174,6 +179,7 @@ def _plain(normalised: str) -> bool:
     return not (
         "_" in normalised
         or "/" in normalised
+        or "0x" in normalised
         or ("-" in normalised and _ISO_DATE.search(normalised) is not None)
     )
 
@@ -350,9 +356,14 @@ def _json_facts(value: object, path: tuple[str, ...] = ()) -> Iterator[Fact]:
     """Fields (``key: scalar``) and rows (objects inside lists, and the top record) of JSON; a
     field knows its row, since a decision on a record rests on the record's other fields."""
     if isinstance(value, dict):
+        # a long text inside a field (a command's output, a file's content) is a text of lines:
+        # its lines are its facts, not one field (nor a row) that holds all of it
+        texts = {k for k, v in value.items() if _is_text(v)}
         # each scalar's tokens, once: its field's, and its share of the row's
         scalar_tokens = [
-            token_set(_scalar_text(v)) for v in value.values() if not isinstance(v, dict | list)
+            token_set(_scalar_text(v))
+            for k, v in value.items()
+            if not isinstance(v, dict | list) and k not in texts
         ]
         row: Fact | None = None
         if scalar_tokens:
@@ -363,6 +374,9 @@ def _json_facts(value: object, path: tuple[str, ...] = ()) -> Iterator[Fact]:
         for k, v in value.items():
             if isinstance(v, dict | list):
                 yield from _json_facts(v, (*path, str(k)))
+                continue
+            if k in texts:
+                yield from _embedded_facts(v)
                 continue
             text = _scalar_text(v)
             pair = _compact(k, False) + ":" + _compact(v, False)
@@ -383,6 +397,22 @@ def _json_facts(value: object, path: tuple[str, ...] = ()) -> Iterator[Fact]:
                 text = _scalar_text(v)
                 key = key_words(path[-1]) if path else ()
                 yield Fact("field", text, _json_probes(v), token_set(text), key)
+
+
+#: a JSON string this long, or with a line break, is a text of its own
+TEXT_VALUE = 200
+
+
+def _is_text(v: object) -> bool:
+    return isinstance(v, str) and ("\n" in v or len(v) > TEXT_VALUE)
+
+
+def _embedded_facts(text: str) -> Iterator[Fact]:
+    """The facts of a text held in a JSON string, each probed as the JSON holds it (escaped)
+    and as it reads decoded."""
+    for f in _line_facts(text, False):
+        escaped = json.dumps(f.text, ensure_ascii=False)[1:-1]
+        yield Fact(f.kind, f.text, tuple({*f.probes, squash(escaped)}), f.tokens, f.key, f.row)
 
 
 def json_pairs(value: object, key: str = "") -> Iterator[tuple[tuple[str, ...], str]]:
@@ -471,12 +501,14 @@ def _piece_normaliser(text: str) -> tuple[Callable[[str], frozenset[str]], str |
 
 
 def _line_facts(text: str, prose: bool) -> list[Fact]:
-    """The facts of a text's lines."""
+    """The facts of a text's lines (a numbered listing's read without their numbers, and
+    probed with them: as the message holds them)."""
     tokenise = piece_tokens(text)
     errors = _may_err(text)
     out: list[Fact] = []
-    for raw in text.splitlines():
-        out.extend(_facts_of_line(raw, tokenise, errors, prose))
+    lines = text.splitlines()
+    for raw, k in zip(lines, _numbered_prefixes(lines), strict=True):
+        out.extend(_facts_of_line(raw[k:], tokenise, errors, prose, squash(raw[:k])))
     return out
 
 
@@ -491,6 +523,7 @@ def _facts_of_line(
     tokenise: Callable[[str], frozenset[str]],
     errors: bool,
     prose: bool,
+    number: str = "",
 ) -> list[Fact]:
     """The facts of one line of a text (``tokenise``: ``piece_tokens`` of the text; ``errors``:
     ``_may_err`` of it)."""
@@ -510,9 +543,9 @@ def _facts_of_line(
         k = "error" if kind == "error" and ERROR.search(piece) else kind
         if prose and k == "line":
             k = "sentence"
-        probes = (squash(piece),)
+        probes = (number + squash(piece),) if number and not out else (squash(piece),)
         out.append(Fact(k, piece, probes, toks))
-        field = _field_of(piece, probes)
+        field = None if number else _field_of(piece, probes)  # a file's code holds no fields
         if field is not None:
             out.append(field)
     return out
@@ -553,10 +586,13 @@ class LineIndex:
 
     Only for a text that is not one JSON document and has no prose date (``index_of``)."""
 
-    __slots__ = ("_done", "_errors", "_json", "_lines", "_norm", "_starts", "_tokenise", "fields")
+    __slots__ = (
+        "_cut", "_done", "_errors", "_json", "_lines", "_norm", "_starts", "_tokenise", "fields",
+    )  # fmt: skip
 
     def __init__(self, text: str, tokenise: Callable[[str], frozenset[str]], norm: str) -> None:
         self._lines = text.splitlines()
+        self._cut = _numbered_prefixes(self._lines)
         norm_lines = norm.splitlines(keepends=True)
         if len(norm_lines) != len(self._lines):  # normalising never adds or takes line breaks
             raise ValueError("a text's lines and its normalised lines differ")
@@ -575,8 +611,20 @@ class LineIndex:
                         self._json.append(j)
                         self.fields.extend(f for f in found if f.kind == "field" and f.key)
                         continue
-            if ":" in raw or "=" in raw:
+            if not self._cut[j] and (":" in raw or "=" in raw):  # (a listing's code: none)
                 self.fields.extend(f for f in self._fields_of(raw) if f.key)
+
+    def errors(self) -> list[Fact]:
+        """Its error lines' facts, in order."""
+        if not self._errors:
+            return []
+        return [
+            f
+            for j, raw in enumerate(self._lines)
+            if is_error(raw[self._cut[j] :])
+            for f in self._facts(j)
+            if f.kind == "error"
+        ]
 
     def tokens(self) -> frozenset[str]:
         """``token_set`` of the text: that of its normalised form, which it is made from."""
@@ -593,8 +641,9 @@ class LineIndex:
     def _facts(self, j: int) -> list[Fact]:
         found = self._done.get(j)
         if found is None:
+            raw, k = self._lines[j], self._cut[j]
             found = self._done[j] = _facts_of_line(
-                self._lines[j], self._tokenise, self._errors, False
+                raw[k:], self._tokenise, self._errors, False, squash(raw[:k])
             )
         return found
 
@@ -720,3 +769,56 @@ def piece_text(text: str, start: int, stop: int) -> str:
     if start >= len(spans):
         return ""
     return " ".join(text[spans[start][0] : spans[-1][1]].split())
+
+
+# --- numbered listings ----------------------------------------------------------------------
+
+#: a line of a numbered listing: ``cat -n``/``nl`` (``     12\t``), Claude Code's reader
+#: (``    12→``), SWE-agent's ``open`` (``12:``)
+_NUMBERED = re.compile(r"^[ \t]*(\d{1,7})(?:\t|→|:(?!\d\d))")
+
+
+def _numbered_prefixes(lines: Sequence[str]) -> list[int]:
+    """The length of each line's line-number prefix where the text is a numbered listing (at
+    least three lines numbered, each the one before it plus one), else 0 for every line."""
+    found = [_NUMBERED.match(line) for line in lines]
+    numbered = [(j, int(m.group(1))) for j, m in enumerate(found) if m]
+    if len(numbered) < 3:
+        return [0] * len(lines)
+    steps = sum(1 for (_, a), (_, b) in itertools.pairwise(numbered) if b == a + 1)
+    if steps < (len(numbered) - 1) * 0.8:
+        return [0] * len(lines)
+    return [m.end() if m else 0 for m in found]
+
+
+def unnumbered(text: str) -> str:
+    """A numbered listing without its line numbers (what a later copy of it holds); any other
+    text as it is."""
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    cut = _numbered_prefixes(lines)
+    if not any(cut):
+        return text
+    return "\n".join(line[k:] for line, k in zip(lines, cut, strict=True))
+
+
+def raw_of_pieces(text: str, wanted: Sequence[str]) -> str | None:
+    """The stretch of ``text`` (line numbers and all) whose pieces, less its line numbers, are
+    ``wanted``: where a copy came from, as the message holds it. None where it is not there."""
+    lines = text.split("\n")
+    cut = _numbered_prefixes(lines)
+    spans: list[tuple[str, int, int]] = []  # piece, raw start, raw end
+    at = 0
+    for line, k in zip(lines, cut, strict=True):
+        for m in _PIECE.finditer(line, k):
+            spans.append((m.group(), at + m.start(), at + m.end()))
+        at += len(line) + 1
+    n = len(wanted)
+    if not n:
+        return None
+    first = wanted[0]
+    for i in range(len(spans) - n + 1):
+        if spans[i][0] == first and all(spans[i + j][0] == wanted[j] for j in range(1, n)):
+            return text[spans[i][1] : spans[i + n - 1][2]]
+    return None

@@ -1,0 +1,385 @@
+"""The flow judge's rules stated plainly: no session index, no memo, no incremental sources.
+
+Everything ``rules`` finds through the session's index (each token's latest holder kept as the
+prefix grows, the word runs a future shares with the sources kept from case to case, the
+tokens a source's facts are taken by, remembered) is found here by looking at every source
+again. It is slow, and it is the oracle of the property test that the optimised judge gives
+the same uses and the same verdicts (``tests/judges/test_flow_reference.py``); it is not
+registered as a judge.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...datasets.messages import Message
+from ...replay.objects import ObjectIndex, current_blocker, owner_of
+from ...text.anchors import is_constraint
+from ...text.facts import (
+    Fact,
+    Weights,
+    copied_spans,
+    facts_of,
+    gram_set,
+    piece_text,
+    pieces,
+    raw_of_pieces,
+    shape_floor,
+    squash,
+    token_set,
+    unnumbered,
+)
+from ..base import JudgeInput, Loss, Verdict, availability, parts_text, rendered, tally
+from .judge import LONG_PROBE, _category
+from .messages import ALWAYS_ROLES, Said, told
+from .rules import ENV_ERROR, Use, named_together
+
+
+@dataclass
+class _Plain:
+    """A prefix message, looked at afresh: its facts (all of them), tokens and word runs."""
+
+    i: int
+    role: str
+    result: bool
+    facts: list[Fact]
+    fields: list[Fact]
+    rules: list[Fact]
+    tokens: frozenset[str]
+    grams: frozenset[str]
+    text: str
+
+    @classmethod
+    def of(cls, i: int, m: Message) -> _Plain:
+        prose = m.role in ("user", "assistant")
+        facts = [
+            f
+            for p in m.parts
+            if p.type in ("text", "tool_call_response") and p.content
+            for f in facts_of(p.content, prose=prose and p.type == "text")
+        ]
+        text = rendered(m)
+        return cls(
+            i,
+            m.role,
+            any(p.type == "tool_call_response" for p in m.parts),
+            facts,
+            [f for f in facts if f.kind == "field" and f.key],
+            [f for f in facts if f.kind == "sentence" and is_constraint(f.text)]
+            if m.role == "user"
+            else [],
+            token_set(told(m)),
+            gram_set(pieces(unnumbered(text))),
+            text,
+        )
+
+    def with_token(self, t: str) -> list[Fact]:
+        return [f for f in self.facts if t in f.tokens]
+
+
+def reference_uses(
+    prefix: Sequence[Message],
+    objects: ObjectIndex,
+    future: Sequence[Message],
+    session: Sequence[Message],
+    params: Any,
+    w: Weights,
+) -> list[Use]:
+    """What ``FlowJudge.uses`` finds for a case of ``session``, found the plain way."""
+    p = params
+    turn = objects[objects.latest_turn] if objects.latest_turn else None
+    protected = set(turn.messages[:1]) if turn is not None else set()
+    always_idx = sorted({i for i, m in enumerate(prefix) if m.role in ALWAYS_ROLES} | protected)
+    always_text = "\n".join(rendered(prefix[i]) for i in always_idx)
+    always, always_sq = token_set(always_text), squash(always_text)
+    sources = [_Plain.of(i, m) for i, m in enumerate(prefix) if i not in always_idx]
+    owner = owner_of(objects)
+    # the session's statistics
+    token_df: Counter[str] = Counter()
+    line_df: Counter[str] = Counter()
+    for m in session:
+        text = rendered(m)
+        token_df.update(token_set(text))
+        if m.role not in ("assistant", *ALWAYS_ROLES):
+            line_df.update({s for s in (squash(x) for x in text.splitlines()) if s})
+
+    def boilerplate(fact: Fact) -> bool:
+        return p.boilerplate > 0 and any(line_df.get(q, 0) >= p.boilerplate for q in fact.probes)
+
+    def local(t: str) -> bool:
+        n = len(session)
+        return not n or token_df.get(t, 0) <= max(p.session_min, p.session_share * n)
+
+    def latest(t: str) -> _Plain | None:
+        return next((s for s in reversed(sources) if t in s.tokens), None)
+
+    def latest_gram(g: str) -> _Plain | None:
+        return next((s for s in reversed(sources) if g in s.grams), None)
+
+    # the agent's habits
+    counts: Counter[tuple[str, str]] = Counter()
+    if p.habit > 0:
+        for s in sources:
+            if s.role == "assistant":
+                pairs = Said.of(prefix[s.i], p.body_chars).pairs
+                counts.update({(k[-1], v.strip()) for k, v in pairs if k})
+    habitual = {kv for kv, n in counts.items() if n >= p.habit}
+    habit_tokens = frozenset().union(*(token_set(v) for _, v in habitual))
+
+    uses: dict[tuple[int, str], Use] = {}
+
+    def use(
+        s: _Plain, fact: Fact, m: Message, how: str, evidence: str, ev: Any = frozenset()
+    ) -> None:
+        if (s.i, fact.text) not in uses:
+            obj = owner.get(s.i)
+            uses[(s.i, fact.text)] = Use(
+                fact, s.i, obj.id if obj else None, m.seq, how, evidence, frozenset(ev)
+            )
+
+    obtained: set[str] = set()
+    obtained_grams: list[frozenset[str]] = []
+    for m in future:
+        if m.role != "assistant":
+            text = rendered(m)
+            obtained |= token_set(text)
+            obtained_grams.append(gram_set(pieces(unnumbered(text))))
+            continue
+        said = Said.of(m, p.body_chars)
+        said.weigh(w)
+        # key_value
+        for (key, value), vt in zip(said.pairs, said.weighed, strict=True):
+            if not key or not vt or vt <= obtained or (key[-1], value.strip()) in habitual:
+                continue
+            holders = [latest(t) for t in vt]
+            if any(h is None for h in holders):
+                continue
+            start = min(h.i for h in holders if h is not None)
+            newest = True
+            for s in reversed([s for s in sources if s.i <= start]):
+                if not vt <= s.tokens:
+                    continue
+                fact = next(
+                    (
+                        f
+                        for f in s.facts
+                        if vt <= f.tokens
+                        and (
+                            (f.kind == "field" and f.key and f.key[-1] == key[-1])
+                            or (f.kind == "error" and newest)
+                        )
+                    ),
+                    None,
+                )
+                newest = False
+                if fact is not None:
+                    use(s, fact, m, "key", f"{' '.join(key)} = {value[:60]}", vt)
+                    break
+        # small_value
+        if p.small_values:
+            for (key, value), vt in zip(said.pairs, said.weighed, strict=True):
+                v = value.strip()
+                if not key or vt or not v or len(v) > 12:
+                    continue
+                want = token_set(v)
+                if not want or want <= obtained or want <= always:
+                    continue
+                for s in reversed(sources):
+                    if not s.result:
+                        continue
+                    fact = next(
+                        (f for f in s.fields if f.key[-1] == key[-1] and f.tokens == want), None
+                    )
+                    if fact is not None:
+                        use(s, fact, m, "key", f"{' '.join(key)} = {v}", want)
+                        break
+        # named_key
+        for s in reversed(sources):
+            for fact in s.fields:
+                if (
+                    fact.key[-1] in said.present
+                    and named_together(fact, said, p.key_window)
+                    and not fact.tokens <= obtained
+                ):
+                    use(s, fact, m, "key", " ".join(fact.key), fact.tokens)
+        # rare_tokens
+        matched: dict[int, tuple[_Plain, set[str]]] = {}
+        for t in said.weighty:
+            if t in always or t in obtained or t in habit_tokens:
+                continue
+            if (h := latest(t)) is not None:
+                matched.setdefault(h.i, (h, set()))[1].add(t)
+        for _, (s, got) in sorted(matched.items()):
+            for fact, evidence in _taken(s, got, p, w, boilerplate):
+                use(s, fact, m, "tokens", evidence, set(evidence.split(", ")))
+        # shaped_tokens
+        for t in said.shaped:
+            if t in obtained or t in habit_tokens or (s2 := latest(t)) is None:
+                continue
+            for fact in s2.with_token(t):
+                if fact.kind == "error" and w(t) >= p.error_threshold:
+                    use(s2, fact, m, "error", t, {t})
+                elif s2.result and fact.kind in ("line", "field"):
+                    weighed = {x for x in fact.tokens if w(x) > 0}
+                    if (
+                        t in weighed
+                        and len(weighed) <= 3
+                        and weighed <= said.present
+                        and all(shape_floor(x) > 0 for x in weighed)
+                        and sum(w(x) for x in weighed) >= p.error_threshold
+                    ):
+                        use(s2, fact, m, "whole", ", ".join(sorted(weighed)), weighed)
+        # copied_span
+        held = {g for g in said.gram_set if latest_gram(g) is not None}
+        for grams_seen in obtained_grams:
+            held -= grams_seen
+        holder = {s.i: s for s in sources}
+        hits = sorted(
+            (j, h.i)
+            for j, g in enumerate(said.said_grams)
+            if g in held and (h := latest_gram(g)) is not None
+        )
+        for i, start, stop in copied_spans(said.said, hits):
+            s = holder[i]
+            span = " ".join(said.said[start:stop])
+            if len(squash(span)) < p.min_copy or squash(span) in always_sq:
+                continue
+            enough = p.threshold if s.role == "assistant" else p.error_threshold
+            span_tokens = token_set(span)
+            if sum(w(t) for t in span_tokens if local(t)) < enough:
+                continue
+            raw = raw_of_pieces(s.text, said.said[start:stop]) if s.text else None
+            shown = piece_text(said.text, start, stop)
+            fact = Fact("copy", span, (squash(raw or span),), span_tokens, shown=shown)
+            use(s, fact, m, "copy", shown[:80])
+        # user_rule
+        for s in reversed(sources):
+            for fact in s.rules:
+                phrase = said.phrase(fact.text)
+                if phrase and phrase not in always_text:
+                    use(s, fact, m, "rule", phrase)
+        # repeated_argument
+        for key, value in said.pairs:
+            v = value.strip()
+            if len(v) >= p.min_copy or sum(w(t) for t in token_set(v)) < p.threshold:
+                continue
+            if key and (key[-1], v) in habitual:
+                continue
+            for s in reversed(sources):
+                if s.role == "assistant" and v in s.text:
+                    use(s, Fact("copy", v, (squash(v),), token_set(v)), m, "copy", v)
+                    break
+    # latest_error
+    first = next((m for m in future if m.role == "assistant"), None)
+    results = [s for s in sources if s.result]
+    if p.latest_errors and first is not None and results and results[-1].i == len(prefix) - 1:
+        last = results[-1]
+        before: set[str] = set()
+        for m in future:
+            if m is first:
+                break
+            before |= token_set(rendered(m))
+        for fact in last.facts:
+            if fact.kind == "error" and ENV_ERROR.search(fact.text) and not fact.tokens <= before:
+                use(last, fact, first, "state", "the latest result, an error")
+    return sorted(uses.values(), key=lambda u: (u.need_seq, u.source, u.fact.text))
+
+
+def _taken(
+    s: _Plain, got: set[str], p: Any, w: Weights, boilerplate: Any
+) -> list[tuple[Fact, str]]:
+    """``rules.taken``, without its memo."""
+    out: list[tuple[Fact, str]] = []
+    candidates = dict.fromkeys(
+        f for t in sorted(got) for f in s.with_token(t) if not boilerplate(f)
+    )
+    row_scores = {f: sum(w(t) for t in f.tokens & got) for f in candidates if f.kind == "row"}
+    best_row = max(row_scores.values(), default=0.0)
+    for fact in candidates:
+        hit: set[str] = set(fact.tokens & got)
+        row = fact if fact.kind == "row" else fact.row
+        if row is not None and row_scores.get(row, best_row) < p.row_share * best_row:
+            continue
+        if fact.kind in ("field", "row"):
+            enough = p.threshold
+        else:
+            specific = {t for t in hit if shape_floor(t) > 0}
+            words = hit - specific
+            distinct = {t for t in specific if not any(o != t and o.endswith(t) for o in specific)}
+            singles = len(distinct) >= 2 or any(
+                len(s.with_token(t)) <= p.max_lines for t in distinct
+            )
+            if (
+                specific
+                and sum(w(t) for t in specific)
+                >= (p.error_threshold if fact.kind == "sentence" else p.threshold)
+                and (fact.kind != "line" or singles)
+            ):
+                hit, enough = specific, 0.0
+            elif len(words) >= p.prose_words:
+                hit, enough = words, p.prose_threshold
+            else:
+                continue
+        if sum(w(t) for t in hit) >= enough:
+            out.append((fact, ", ".join(sorted(hit))))
+    return out
+
+
+def reference_verdict(item: JudgeInput, uses: Sequence[Use], params: Any) -> Verdict:
+    """``FlowJudge.judge``'s verdict from ``uses``, each looked up in the view afresh."""
+    if not uses:
+        return Verdict("no_impact", reason="the future uses no fact from the editable prefix")
+    kept = {id(m) for m in item.view}
+    at_seq: dict[int, str] = {}
+    written = ""
+    for m in item.view:
+        if m.flags:
+            written += squash(rendered(m))
+        else:
+            at_seq[m.seq] = at_seq.get(m.seq, "") + squash(rendered(m))
+    view = "".join(at_seq.values()) + written
+    where = availability(item, parts_text) if item.archives else None
+    recoverable_sq = squash(where.recoverable) if where else ""
+    hidden_sq = squash(where.unrouted) if where else ""
+    losses: list[Loss] = []
+    recoverable = 0
+    blocker = current_blocker(item.index)
+    for u in uses:
+        if id(item.prefix[u.source]) in kept:
+            continue
+        at = at_seq.get(item.prefix[u.source].seq, "")
+        if any(
+            q in at or q in written or (len(q) >= LONG_PROBE and q in view) for q in u.fact.probes
+        ):
+            continue
+        if (
+            params.elsewhere
+            and u.how == "key"
+            and u.evidence_tokens
+            and u.fact.key
+            and any(_holds(m, u) for m in item.view if m.role not in ALWAYS_ROLES)
+        ):
+            continue
+        if recoverable_sq and u.fact.in_text(recoverable_sq):
+            recoverable += 1
+            continue
+        category = _category(u, item, blocker, bool(hidden_sq) and u.fact.in_text(hidden_sq))
+        detail = f"{u.fact.kind} of prefix message {u.source}, used by {u.how}: {u.evidence}"
+        losses.append(
+            Loss(category, u.fact.shown or u.fact.text, u.source_object, u.need_seq, detail)
+        )
+    return tally("facts used", losses, len(uses), recoverable)
+
+
+def _holds(m: Message, u: Use) -> bool:
+    s = _Plain.of(-1, m)
+    key = u.fact.key[-1]
+    if any(f.key[-1] == key and u.evidence_tokens <= f.tokens for f in s.fields):
+        return True
+    return m.role in ("assistant", "user") and not s.result and u.evidence_tokens <= s.tokens
+
+
+__all__ = ["reference_uses", "reference_verdict"]
