@@ -90,6 +90,14 @@ class Box:
         return math.hypot(nx - x, ny - y)
 
 
+def _strict_handle(size: float) -> Line2D:
+    """The legend's entry for a point whose strict no-impact is drawn apart (open, dotted)."""
+    return Line2D(
+        [], [], marker="o", linestyle=":", color="0.35", markerfacecolor="white",
+        markersize=size, label=STRICT_LEGEND,
+    )  # fmt: skip
+
+
 def x_upper(values: Sequence[float], *, step: float = 5.0, cap: float = 102.0) -> float:
     """The x axis's upper limit: a margin past the largest finite value (a tenth of it, at least
     one ``step``), rounded up to a ``step``; at most ``cap`` (a share cannot pass 100 %), and
@@ -405,18 +413,7 @@ def tradeoff_figure(table: pl.DataFrame, *, title: str | None = None, dpi: int =
         ),
     ]
     if any(_strict_of(r) is not None for r in rows):
-        handles.append(
-            Line2D(
-                [],
-                [],
-                marker="o",
-                linestyle=":",
-                color="0.35",
-                markerfacecolor="white",
-                markersize=MARKER,
-                label=STRICT_LEGEND,
-            )
-        )
+        handles.append(_strict_handle(MARKER))
     if rows:
         ax.legend(
             handles=handles,
@@ -525,18 +522,7 @@ def frontier_figure(
             )
         )
     if leaning:
-        handles.append(
-            Line2D(
-                [],
-                [],
-                marker="o",
-                linestyle=":",
-                color="0.35",
-                markerfacecolor="white",
-                markersize=FRONTIER_MARKER,
-                label=STRICT_LEGEND,
-            )
-        )
+        handles.append(_strict_handle(FRONTIER_MARKER))
     spares = nrows * ncols - len(measures)  # an empty panel holds the legend
     legend_rows = math.ceil(len(handles) / 3) if handles and not spares else 0
     legend_in = 0.25 + 0.2 * legend_rows if legend_rows else 0.0

@@ -268,10 +268,7 @@ class FlowJudge(Judge):
             if recoverable_sq and u.fact.in_text(recoverable_sq):
                 recoverable += 1
                 continue
-            category = _category(u, item, blocker, bool(hidden_sq) and u.fact.in_text(hidden_sq))
-            detail = f"{u.fact.kind} of prefix message {u.source}, used by {u.how}: {u.evidence}"
-            losses.append(Loss(category, u.fact.shown or u.fact.text, u.source_object,
-                               u.need_seq, detail))  # fmt: skip
+            losses.append(loss_of(u, item, blocker, hidden_sq))
         return tally("facts used", losses, len(uses), recoverable)
 
 
@@ -310,6 +307,14 @@ def _routes(text: str) -> bool:
     """Whether a fact's text is the way back to something (``ROUTE``): the views of a case
     share their facts, and a case-blind pattern over a long line is no cheap test."""
     return ROUTE.search(text) is not None
+
+
+def loss_of(u: Use, item: JudgeInput, blocker: str | None, hidden_sq: str) -> Loss:
+    """The loss of a use the view does not hold (``hidden_sq``: archived text no pointer
+    routes to)."""
+    category = _category(u, item, blocker, bool(hidden_sq) and u.fact.in_text(hidden_sq))
+    detail = f"{u.fact.kind} of prefix message {u.source}, used by {u.how}: {u.evidence}"
+    return Loss(category, u.fact.shown or u.fact.text, u.source_object, u.need_seq, detail)
 
 
 def _category(u: Use, item: JudgeInput, blocker: str | None, hidden: bool) -> str:

@@ -33,9 +33,9 @@ from ...text.facts import (
     unnumbered,
 )
 from ..base import JudgeInput, Loss, Verdict, availability, parts_text, rendered, tally
-from .judge import LONG_PROBE, _category
+from .judge import LONG_PROBE, loss_of
 from .messages import ALWAYS_ROLES, Said, told
-from .rules import ENV_ERROR, Use, named_together
+from .rules import ENV_ERROR, Use, facts_taken, named_together
 
 
 @dataclass
@@ -213,7 +213,7 @@ def reference_uses(
             if (h := latest(t)) is not None:
                 matched.setdefault(h.i, (h, set()))[1].add(t)
         for _, (s, got) in sorted(matched.items()):
-            for fact, evidence in _taken(s, got, p, w, boilerplate):
+            for fact, evidence in facts_taken(s.with_token, got, boilerplate, p, w):
                 use(s, fact, m, "tokens", evidence, set(evidence.split(", ")))
         # shaped_tokens
         for t in said.shaped:
@@ -288,46 +288,6 @@ def reference_uses(
     return sorted(uses.values(), key=lambda u: (u.need_seq, u.source, u.fact.text))
 
 
-def _taken(
-    s: _Plain, got: set[str], p: Any, w: Weights, boilerplate: Any
-) -> list[tuple[Fact, str]]:
-    """``rules.taken``, without its memo."""
-    out: list[tuple[Fact, str]] = []
-    candidates = dict.fromkeys(
-        f for t in sorted(got) for f in s.with_token(t) if not boilerplate(f)
-    )
-    row_scores = {f: sum(w(t) for t in f.tokens & got) for f in candidates if f.kind == "row"}
-    best_row = max(row_scores.values(), default=0.0)
-    for fact in candidates:
-        hit: set[str] = set(fact.tokens & got)
-        row = fact if fact.kind == "row" else fact.row
-        if row is not None and row_scores.get(row, best_row) < p.row_share * best_row:
-            continue
-        if fact.kind in ("field", "row"):
-            enough = p.threshold
-        else:
-            specific = {t for t in hit if shape_floor(t) > 0}
-            words = hit - specific
-            distinct = {t for t in specific if not any(o != t and o.endswith(t) for o in specific)}
-            singles = len(distinct) >= 2 or any(
-                len(s.with_token(t)) <= p.max_lines for t in distinct
-            )
-            if (
-                specific
-                and sum(w(t) for t in specific)
-                >= (p.error_threshold if fact.kind == "sentence" else p.threshold)
-                and (fact.kind != "line" or singles)
-            ):
-                hit, enough = specific, 0.0
-            elif len(words) >= p.prose_words:
-                hit, enough = words, p.prose_threshold
-            else:
-                continue
-        if sum(w(t) for t in hit) >= enough:
-            out.append((fact, ", ".join(sorted(hit))))
-    return out
-
-
 def reference_verdict(item: JudgeInput, uses: Sequence[Use], params: Any) -> Verdict:
     """``FlowJudge.judge``'s verdict from ``uses``, each looked up in the view afresh."""
     if not uses:
@@ -366,11 +326,7 @@ def reference_verdict(item: JudgeInput, uses: Sequence[Use], params: Any) -> Ver
         if recoverable_sq and u.fact.in_text(recoverable_sq):
             recoverable += 1
             continue
-        category = _category(u, item, blocker, bool(hidden_sq) and u.fact.in_text(hidden_sq))
-        detail = f"{u.fact.kind} of prefix message {u.source}, used by {u.how}: {u.evidence}"
-        losses.append(
-            Loss(category, u.fact.shown or u.fact.text, u.source_object, u.need_seq, detail)
-        )
+        losses.append(loss_of(u, item, blocker, hidden_sq))
     return tally("facts used", losses, len(uses), recoverable)
 
 

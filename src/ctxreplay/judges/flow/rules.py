@@ -232,13 +232,24 @@ def taken(case: Case, info: Source, got: set[str]) -> list[tuple[Fact, str]]:
     memo = case.index.taken_of.get(info, lambda _: {})
     key = frozenset(got)
     hit = memo.get(key)
-    if hit is not None:
-        return hit
-    p, w = case.params, case.weights
+    if hit is None:
+        hit = memo[key] = facts_taken(
+            info.with_token, got, case.boilerplate, case.params, case.weights
+        )
+    return hit
+
+
+def facts_taken(
+    with_token: Callable[[str], Sequence[Fact]],
+    got: set[str],
+    boilerplate: Callable[[Fact], bool],
+    p: Any,
+    w: Weights,
+) -> list[tuple[Fact, str]]:
+    """Of the facts holding the tokens ``got`` (``with_token``), those the tokens make used,
+    with the tokens that do (``taken`` without its memo, shared with the reference)."""
     out: list[tuple[Fact, str]] = []
-    candidates = dict.fromkeys(
-        f for t in sorted(got) for f in info.with_token(t) if not case.boilerplate(f)
-    )
+    candidates = dict.fromkeys(f for t in sorted(got) for f in with_token(t) if not boilerplate(f))
     # of the rows of one result, those the future picks or compares: the rows it names about
     # as much as the one it names most
     row_scores = {f: sum(w(t) for t in f.tokens & got) for f in candidates if f.kind == "row"}
@@ -256,9 +267,7 @@ def taken(case: Case, info: Source, got: set[str]) -> list[tuple[Fact, str]]:
             # a name that runs through many lines of a listing does not single out one of
             # them: it takes a second specific token there
             distinct = {t for t in specific if not any(o != t and o.endswith(t) for o in specific)}
-            singles = len(distinct) >= 2 or any(
-                len(info.with_token(t)) <= p.max_lines for t in distinct
-            )
+            singles = len(distinct) >= 2 or any(len(with_token(t)) <= p.max_lines for t in distinct)
             if (
                 specific
                 and sum(w(t) for t in specific)
@@ -272,7 +281,6 @@ def taken(case: Case, info: Source, got: set[str]) -> list[tuple[Fact, str]]:
                 continue
         if sum(w(t) for t in hit_tokens) >= enough:
             out.append((fact, ", ".join(sorted(hit_tokens))))
-    memo[key] = out
     return out
 
 
