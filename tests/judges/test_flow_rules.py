@@ -117,6 +117,34 @@ def test_generic_keys_in_code_are_no_fields() -> None:
     assert judge_case(messages, 5, prune("function:read_file:1")).label == "no_impact"
 
 
+def test_a_field_that_repeats_its_key_is_no_field_of_a_command_s_output() -> None:
+    """A diff the agent printed holds ``timeout=timeout``; the future writes a schema with a
+    ``timeout`` property. The line names nothing but its key, so the schema rests on no part of
+    the diff (it did, as a field named by key and value, before). A field with a value of its
+    own (``retries=seven_max``) named with its key still is a use."""
+
+    def messages(line: str, written: str) -> list:
+        return [
+            system(),
+            user("Show me what changed."),
+            call("c1", "bash", {"command": "git diff tools.py"}),
+            result(
+                "c1", f"diff --git a/tools.py b/tools.py\n-        cmd,\n-        {line}\n+    )"
+            ),
+            user("Now write the tool's schema."),
+            call("c2", "write_file", {"path": "schema.json", "content": written}),
+        ]
+
+    schema = json.dumps({"properties": {"timeout": {"type": "integer", "default": 30}}})
+    echo = messages("timeout=timeout", schema)
+    corpus = FlowJudge()  # a corpus where `timeout` is a common word, as it is in code
+    corpus.use_state({"df": {"timeout": 60}, "sessions": 100})
+    assert judge_case(echo, 5, prune("function:bash:1"), judge=corpus).label == "no_impact"
+    own = messages("retries=seven_max", json.dumps({"retries": "seven_max"}))
+    v = judge_case(own, 5, prune("function:bash:1"))
+    assert v.label == "impact" and "retries=seven_max" in " ".join(lost(v))
+
+
 # --- a tiny output inside a later date ---------------------------------------------------------
 
 

@@ -39,7 +39,7 @@ from .messages import ALWAYS_ROLES
 from .rules import Use, case_uses, make_case
 
 #: the version of the rules: verdicts made by other rules are judged again, never reused
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 
 
 def _session_texts(sessions: Iterable[Sequence[Message]]) -> Iterator[Iterator[str]]:

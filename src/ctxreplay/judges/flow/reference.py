@@ -35,7 +35,7 @@ from ...text.facts import (
 from ..base import JudgeInput, Loss, Verdict, availability, parts_text, rendered, tally
 from .judge import LONG_PROBE, loss_of
 from .messages import ALWAYS_ROLES, Said, told
-from .rules import ENV_ERROR, Use, facts_taken, named_together
+from .rules import ENV_ERROR, Use, echoes_key, facts_taken, named_together
 
 
 @dataclass
@@ -168,7 +168,12 @@ def reference_uses(
                         for f in s.facts
                         if vt <= f.tokens
                         and (
-                            (f.kind == "field" and f.key and f.key[-1] == key[-1])
+                            (
+                                f.kind == "field"
+                                and f.key
+                                and f.key[-1] == key[-1]
+                                and not echoes_key(f)
+                            )
                             or (f.kind == "error" and newest)
                         )
                     ),

@@ -163,7 +163,7 @@ def key_value(case: Case, m: Message, said: Said) -> None:
                 (
                     f
                     for f in info.holding(vt)
-                    if (f.kind == "field" and f.key and f.key[-1] == key[-1])
+                    if (f.kind == "field" and f.key and f.key[-1] == key[-1] and not echoes_key(f))
                     or (f.kind == "error" and newest)
                 ),
                 None,
@@ -197,9 +197,15 @@ def small_value(case: Case, m: Message, said: Said) -> None:
                 break
 
 
+def echoes_key(fact: Fact) -> bool:
+    """A field whose value only repeats its key (``timeout=timeout``): naming the key is all
+    that naming it takes, so it singles out no record."""
+    return fact.tokens <= set(fact.key)
+
+
 def named_together(fact: Fact, said: Said, window: int) -> bool:
     """The future names the field's key and its value within ``window`` tokens of each other."""
-    if not said.present.issuperset(fact.key) or not fact.tokens <= said.present:
+    if not said.present.issuperset(fact.key) or not fact.tokens <= said.present or echoes_key(fact):
         return False
     at = said.token_at()
     value_at = sorted(j for t in fact.tokens for j in at[t])
