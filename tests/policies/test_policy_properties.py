@@ -26,6 +26,7 @@ ACTIVE = {
     "self-gc": "self-gc:commit_threshold=0,fold_min_tokens=200",
     "tool-mask+prune": "tool-mask+prune:min_chars=300,keep=1",
     "tool-prune": "tool-prune:keep=1",
+    "working-set": "working-set:remove_below=0.5,min_saving=20",
 }
 EXTRA = (
     "oldest-turn:mode=fold,target_ratio=0.2",
@@ -33,6 +34,7 @@ EXTRA = (
     "tool-mask+prune:head_chars=50,tail_chars=50,min_chars=200,target_ratio=0.3",
     "clear-tool-uses:trigger=0,keep=0,clear_tool_inputs=true,exclude_tools=search",
     "self-gc:commit_rule=cost,expected_requests=100,fold_min_tokens=200",
+    "working-set:target=0.3,min_saving=20,prune_below=0.2",
 )
 
 
@@ -187,4 +189,5 @@ def test_the_property_suite_covers_every_registered_policy():
         "self-gc",
         "tool-mask+prune",
         "tool-prune",
+        "working-set",
     ]

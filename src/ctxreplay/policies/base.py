@@ -57,6 +57,7 @@ _BUILTIN = (
     "recorded",
     "self_gc",
     "agent_forgetting",
+    "working_set",
 )
 policies: Registry[type[Policy]] = Registry(
     "policy", "ctxreplay.policies", tuple(f"ctxreplay.policies.{m}" for m in _BUILTIN)
