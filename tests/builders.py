@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -68,6 +69,26 @@ def load_benchmark(name: str) -> ModuleType:
     sys.modules[name] = module  # (dataclasses look their module up)
     spec.loader.exec_module(module)
     return module
+
+
+def run_benchmark(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python benchmarks/<name>.py ARGS`` as a user runs it."""
+    script = ROOT / "benchmarks" / f"{name}.py"
+    return subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def quick_twice(
+    name: str, out: Path, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """A benchmark's ``--quick`` run into ``out``, then again (which must reuse its stages);
+    both must succeed."""
+    args = ("--quick", "--quiet", "--workers", "1", "--out", str(out), *extra)
+    runs = (run_benchmark(name, *args), run_benchmark(name, *args))
+    for done in runs:
+        assert done.returncode == 0, done.stderr[-3000:]
+    return runs
 
 
 def read_items(fmt: str, path: Path) -> tuple[list[Session], list[Reject]]:

@@ -46,18 +46,13 @@ the judge's label counting a recoverable loss as none) the fold's TP is a TN: sh
 from __future__ import annotations
 
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from builders import load_benchmark
-
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "judge_loco.py"
-
+from builders import load_benchmark, quick_twice, run_benchmark
 
 loco = load_benchmark("judge_loco")
 
@@ -73,20 +68,13 @@ class Quick:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300
-    )
+    return run_benchmark("judge_loco", *args)
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> Quick:
     out = tmp_path_factory.mktemp("loco") / "work"
-    args = ("--quick", "--quiet", "--workers", "1", "--out", str(out))
-    first = _run(*args)
-    assert first.returncode == 0, first.stderr[-3000:]
-    again = _run(*args)
-    assert again.returncode == 0, again.stderr[-3000:]
-    return Quick(out, first, again)
+    return Quick(out, *quick_twice("judge_loco", out))
 
 
 def confusion(scores: pl.DataFrame, corpus: str, set_name: str, variant: str = "strict"):

@@ -6,17 +6,13 @@ case's labels say)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from builders import load_benchmark
-
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "policy_loco.py"
+from builders import load_benchmark, quick_twice
 
 loco = load_benchmark("policy_loco")
 
@@ -28,21 +24,10 @@ class Quick:
     again: subprocess.CompletedProcess[str]
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300
-    )
-
-
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> Quick:
     out = tmp_path_factory.mktemp("ploco") / "work"
-    args = ("--quick", "--quiet", "--workers", "1", "--out", str(out), "--fit")
-    first = _run(*args)
-    assert first.returncode == 0, first.stderr[-3000:]
-    again = _run(*args)
-    assert again.returncode == 0, again.stderr[-3000:]
-    return Quick(out, first, again)
+    return Quick(out, *quick_twice("policy_loco", out, "--fit"))
 
 
 def test_candidates_are_labelled_needed_by_the_required_dependencies(quick: Quick) -> None:
