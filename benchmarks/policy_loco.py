@@ -24,7 +24,8 @@ tau-bench, tau2-bench, swe-agent, openhands; gold-long's claude-code, codex-cli)
 
 Every stage is kept in ``--out`` and reused by a re-run.
 
-    python benchmarks/policy_loco.py [--out DIR] [--alpha A] [--fit] [--quick] [--workers N]
+    python benchmarks/policy_loco.py [--out DIR] [--alpha A] [--fit] [--base PARAMS] [--quick]
+                                     [--workers N]
 
 ``--quick`` runs the same protocol on the small labelled fixture of ``tests/fixtures/loco``.
 """
@@ -503,6 +504,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="work folder, reused by a re-run")
     parser.add_argument("--alpha", type=float, default=1.0, help="L1 penalty of the fit (1.0)")
     parser.add_argument("--fit", action="store_true", help="print the weights fitted on all")
+    parser.add_argument(
+        "--base",
+        default=None,
+        metavar="PARAMS",
+        help="parameters every working-set point carries, e.g. 'min_saving=300' "
+        "(default: none; with --quick, %s)" % QUICK_BASE,
+    )
     parser.add_argument("--quick", action="store_true", help="the small labelled fixture")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -511,7 +519,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     make = quick_setup if args.quick else real_setup
     started = time.perf_counter()
     try:
-        result = measure(make(out, args.alpha, max(1, args.workers), not args.quiet))
+        setup = make(out, args.alpha, max(1, args.workers), not args.quiet)
+        if args.base is not None:
+            _spec_policy(args.base)  # checked before any work
+            setup.base = args.base
+        result = measure(setup)
     except (CtxreplayError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from builders import load_benchmark, quick_twice
+from builders import load_benchmark, quick_twice, run_benchmark
 
 loco = load_benchmark("policy_loco")
 
@@ -114,3 +114,20 @@ def test_fit_finds_the_sign_of_a_feature_and_keeps_defaults_without_two_classes(
     same = loco.fit(rows.with_columns(needed=pl.lit(False)), ["a"], 0.1)
     assert same.why is not None and "defaults kept" in same.why
     assert same.weights["w_age"] == loco.WorkingSet(None).params.w_age
+
+
+def test_base_parameters_reach_every_point_and_bad_ones_stop_before_work(tmp_path: Path) -> None:
+    out = tmp_path / "w"
+    run_benchmark("policy_loco", "--quick", "--quiet", "--workers", "1", "--out", str(out),
+                  "--base", "min_saving=0,prune_below=1.0,keep=1")  # fmt: skip
+    rows = pl.read_parquet(out / "candidates.parquet")
+    # keep=1: the newest result of each case is never a candidate (build/rename has two)
+    assert set(rows.filter(pl.col("case") == "q-build-rename")["object"]) == {
+        "function:read_file:1"
+    }
+    views = pl.read_parquet(out / "policy_views.parquet")
+    ours = views.filter(pl.col("family") == loco.FAMILY)["policy"].unique().to_list()
+    assert ours and all("keep=1" in p for p in ours)
+    bad = run_benchmark("policy_loco", "--quick", "--out", str(tmp_path / "x"), "--base", "keep=-1")
+    assert bad.returncode == 2 and "keep" in bad.stderr
+    assert not (tmp_path / "x").exists()
