@@ -56,6 +56,7 @@ from ctxreplay.engines.sweep import gold_specs
 from ctxreplay.errors import CtxreplayError
 from ctxreplay.judges.base import make_judge, rendered
 from ctxreplay.judges.labels import LabelSet
+from ctxreplay.policies.base import make_policy
 from ctxreplay.policies.working_set import FEATURES, WorkingSet, features
 from ctxreplay.runs import Run
 
@@ -135,8 +136,6 @@ def _params(base: str) -> WorkingSet.Params:
 
 
 def _spec_policy(params: str) -> WorkingSet:
-    from ctxreplay.policies.base import make_policy
-
     policy = make_policy(f"{FAMILY}:{params}" if params else FAMILY)
     assert isinstance(policy, WorkingSet)
     return policy
@@ -509,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         metavar="PARAMS",
         help="parameters every working-set point carries, e.g. 'min_saving=300' "
-        "(default: none; with --quick, %s)" % QUICK_BASE,
+        f"(default: none; with --quick, {QUICK_BASE})",
     )
     parser.add_argument("--quick", action="store_true", help="the small labelled fixture")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
