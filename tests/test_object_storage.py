@@ -197,6 +197,19 @@ def test_the_other_commands_take_uris_too(both: Both) -> None:
     )
 
 
+def test_the_case_browser_reads_a_run_on_s3(both: Both, tmp_path: Path) -> None:
+    """``ctxreplay view s3://…/run --bundle DIR`` holds the grid of the same run read locally."""
+    import json
+
+    def rows(run: str | Path, out: Path) -> list[dict]:
+        cli("view", run, "--bundle", out, "--quiet")
+        text = (out / "data" / "bundle.js").read_text()
+        return json.loads(text[len("window.CTXREPLAY_BUNDLE=") : -2])["rows"]
+
+    remote = rows(both.s3.uri("run"), tmp_path / "remote")
+    assert remote and remote == rows(both.local / "run", tmp_path / "local")
+
+
 def test_sql_over_a_run_on_s3(both: Both) -> None:
     query = (
         "select v.policy, v.label, count(*) n, sum(s.n_messages) m from verdicts v "

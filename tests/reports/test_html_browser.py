@@ -14,26 +14,20 @@ selenium``). Selenium Manager is kept offline: the driver and the browser are gi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from browser import chromium
 from ctxreplay.reports import build_report
 from ctxreplay.reports.leaders import level_leaders, merged_levels
 
 from judged_run import XSS, XSS_SESSION
 
-CHROMIUM = Path(os.environ.get("CTXREPLAY_CHROMIUM", "/usr/bin/chromium"))
-CHROMEDRIVER = Path(os.environ.get("CTXREPLAY_CHROMEDRIVER", "/usr/bin/chromedriver"))
 WIDTHS = (1400, 1000)
 
-webdriver = pytest.importorskip(
-    "selenium.webdriver",
-    reason="the browser test needs the selenium package (pip install selenium)",
-)
 
 #: what the page's layout is, read in one call: the viewport and the document's widths, each
 #: table with the region around it, each id or command, the summary's rows
@@ -78,40 +72,8 @@ return out;
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Headless Chromium through its system driver, with a fresh profile; nothing fetched."""
-    for path, what in ((CHROMIUM, "Chromium"), (CHROMEDRIVER, "chromedriver")):
-        if not path.exists():
-            pytest.skip(
-                f"{what} not found at {path} (Debian: apt-get install -y chromium "
-                "chromium-driver; or set CTXREPLAY_CHROMIUM / CTXREPLAY_CHROMEDRIVER)"
-            )
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    flags = [
-        "--headless",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-    ]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        flags.append("--no-sandbox")  # Chromium's sandbox refuses to run as root
-    for flag in flags:
-        options.add_argument(flag)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SE_OFFLINE", "true")  # Selenium Manager: never download a driver or browser
-        mp.setenv("SE_AVOID_STATS", "true")
-        driver = webdriver.Chrome(
-            service=Service(executable_path=str(CHROMEDRIVER)), options=options
-        )
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(scope="module")

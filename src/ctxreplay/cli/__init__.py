@@ -3,7 +3,7 @@ library, print; errors are mapped once, in ``app.Group``."""
 
 from __future__ import annotations
 
-from . import act, corpus, judge, pipeline, replay, report  # noqa: F401  (register the commands)
+from . import act, corpus, judge, pipeline, replay, report, view  # noqa: F401  (register the commands)
 from .app import main
 from .local_model import local_model
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -20,7 +21,7 @@ import polars as pl
 from ..datasets.cases import prefix_of
 from ..datasets.messages import ENCRYPTED_REASONING_MIME, Message
 from ..replay.objects import ObjectIndex
-from ..runs import Run, RunError, judge_label, query_verdicts, verdict_judges
+from ..runs import Run, RunError, judge_label, query_verdicts, verdict_judges, view_messages
 from .formatting import GAP, MIN_WIDTH, RenderError, category_title, terminal_width, wrap
 
 #: what the view did to an object, as the table says it
@@ -83,7 +84,7 @@ def locate(text: str, needle: str) -> tuple[int, int] | None:
     return keep[at][0], keep[at + len(target) - 1][0] + 1
 
 
-def _needles(loss: dict[str, Any]) -> list[str]:
+def needles(loss: dict[str, Any]) -> list[str]:
     """What to look for in the future message: the anchor, then what the judge says the future
     used of it (``… used by tokens: a, b``)."""
     out = [loss["anchor"] or ""]
@@ -98,7 +99,7 @@ def future_excerpt(m: Message, loss: dict[str, Any], room: int) -> str:
     """``m``'s text cut to about ``room`` characters around the span the loss needed, the span
     marked «…» (the start of the text when the span cannot be found)."""
     text = _flat(m) or "(empty)"
-    span = next((s for s in (locate(text, n) for n in _needles(loss)) if s), None)
+    span = next((s for s in (locate(text, n) for n in needles(loss)) if s), None)
     if span is None:
         return _clip(text, room)
     start, end = span
@@ -118,7 +119,7 @@ def future_excerpt(m: Message, loss: dict[str, Any], room: int) -> str:
     )
 
 
-def _case_row(run: Run, case_id: str) -> dict[str, Any] | None:
+def case_row(run: Run, case_id: str) -> dict[str, Any] | None:
     """The case's row of the run's cases file (None when the file is gone or lacks it)."""
     from ..datasets.cases import read_cases
     from ..errors import CtxreplayError
@@ -170,33 +171,53 @@ def _removed_line(changed: Sequence[tuple[str, str, int, int]], added: Sequence[
     return "the view: " + ", ".join(parts) + f"; {removed:,} tokens removed in all"
 
 
+def done(action: dict[str, dict[str, Any]], oid: str) -> str:
+    """What the view did to an object, as the table says it (``*``: rehearsal dropped the edit
+    the plan proposed)."""
+    d = action.get(oid)
+    if d is None:
+        return "kept"
+    return DONE.get(d["action"], d["action"]) + ("*" if d["dropped_reason"] else "")
+
+
 def _verb(action: str) -> str:
     """``pruned with conversation:user:3`` → ``pruned``: what was done, for the summary."""
     return action.split(" with ", 1)[0].rstrip("*")
 
 
-def render_show(
-    run: Run,
-    case_id: str,
-    policy: str,
-    width: int | None = None,
-    judge: str | None = None,
-) -> str:
-    """One case under one policy as text at most ``width`` wide (None: the terminal's, 100 when
-    not a terminal). ``judge``: whose losses to show (None: the run's only judge, else the
-    default judge)."""
-    w = terminal_width(width)
-    if w == 0:
-        raise RenderError(f"show needs a width of at least {MIN_WIDTH}")
+@dataclass(frozen=True)
+class ShownCase:
+    """One case under one policy, read once: what ``show`` and the case browser draw from."""
+
+    label: str
+    row: dict[str, Any]  # the views row
+    session: list[Message]
+    prefix: list[Message]
+    view: list[Message]
+    figures: dict[str, Any]
+    decisions: list[dict[str, Any]]
+    index: ObjectIndex
+    #: what the view did to each object (a call removed with its turn says so)
+    action: dict[str, dict[str, Any]]
+    #: prefix message index → the objects it belongs to
+    owner: dict[int, list[str]]
+    #: prefix message index → the view messages (with their tokens) that hold it
+    by_index: dict[int, list[tuple[Message, int]]]
+    #: prefix message index → the harness blocks added before it (with their objects)
+    inserted: dict[int, list[tuple[Message, list[str]]]]
+
+
+def load_case(run: Run, case_id: str, policy: str) -> ShownCase:
+    """A case's prefix, view, figures and decisions, aligned message by message."""
+    from ..replay.objects import build_index
+
     label = run.resolve_policy(policy)
     row = run.view_row(case_id, label)
     session = run.corpus.load_session(row["session_id"])
     prefix = list(prefix_of([m for m in session if m.visible], row["cut"]))
-    view = run.load_view(case_id, label, session)
+    view = view_messages(row["entries"], prefix)
     figures = run.table("figures", label).filter(pl.col("case_id") == case_id).row(0, named=True)
     decisions = run.table("decisions", label).filter(pl.col("case_id") == case_id).to_dicts()
-    from ..replay.objects import build_index
-
     index = build_index(prefix, lambda s: 0)
     owner: dict[int, list[str]] = {}
     for obj in index.objects:
@@ -213,6 +234,29 @@ def render_show(
             ids = list(entry["object_ids"] or [])
             at = min((index[o].messages[0] for o in ids if o in index), default=0)
             inserted.setdefault(at, []).append((m, ids))
+    return ShownCase(
+        label, row, session, prefix, view, figures, decisions, index, action, owner, by_index,
+        inserted,
+    )  # fmt: skip
+
+
+def render_show(
+    run: Run,
+    case_id: str,
+    policy: str,
+    width: int | None = None,
+    judge: str | None = None,
+) -> str:
+    """One case under one policy as text at most ``width`` wide (None: the terminal's, 100 when
+    not a terminal). ``judge``: whose losses to show (None: the run's only judge, else the
+    default judge)."""
+    w = terminal_width(width)
+    if w == 0:
+        raise RenderError(f"show needs a width of at least {MIN_WIDTH}")
+    loaded = load_case(run, case_id, policy)
+    label, session, prefix = loaded.label, loaded.session, loaded.prefix
+    figures, decisions, action = loaded.figures, loaded.decisions, loaded.action
+    owner, by_index, inserted = loaded.owner, loaded.by_index, loaded.inserted
 
     lines = [f"case {case_id}  ·  policy {label}"]
     lines += wrap(
@@ -236,7 +280,7 @@ def render_show(
             "",
             "  ",
         )
-    case = _case_row(run, case_id)
+    case = case_row(run, case_id)
     if case is not None:
         lines += wrap(
             f"future: {case['future_messages']:,} message{'' if case['future_messages'] == 1 else 's'}, seq {case['future_start']}–"
@@ -251,12 +295,6 @@ def render_show(
         if ids:
             return ids
         return ["system" if m.role in ("system", "developer") else f"({m.role} text)"]
-
-    def done(oid: str) -> str:
-        d = action.get(oid)
-        if d is None:
-            return "kept"
-        return DONE.get(d["action"], d["action"]) + ("*" if d["dropped_reason"] else "")
 
     # rows: #, objects, actions, tokens, then the text as (prefix message, view messages)
     Row = tuple[str, list[str], list[str], str, Message | None, list[Message] | None]
@@ -279,7 +317,7 @@ def render_show(
             rows.append((str(i), objects, ["kept" for _ in objects], f"{m.tokens:,}", m, None))
             continue
         after = sum(t for _, t in shown)
-        acts = [done(o) for o in objects]
+        acts = [done(action, o) for o in objects]
         verb = next((_verb(a) for a in acts if _verb(a) != "kept"), "changed")
         changed.append((objects[0], verb, m.tokens, after))
         views = [v for v, _ in shown]
@@ -419,4 +457,14 @@ def _losses(
     return out
 
 
-__all__ = ["RunError", "future_excerpt", "locate", "render_show"]
+__all__ = [
+    "RunError",
+    "ShownCase",
+    "case_row",
+    "done",
+    "future_excerpt",
+    "load_case",
+    "locate",
+    "needles",
+    "render_show",
+]
