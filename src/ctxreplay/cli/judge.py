@@ -102,7 +102,10 @@ def calibrate_cmd(
             click.echo(json.dumps(gold.as_dict(), indent=2))
         else:
             click.echo(gold.render())
-            click.echo(f"\nstored the strict calibration in {calibration_path(run, gold.judge)}")
+            click.echo(
+                f"\nstored the recovery calibration (what the report corrects by) in "
+                f"{calibration_path(run, gold.judge)}"
+            )
         return
     if against == "truth" and not (Run(run).corpus.path / "ground_truth").is_dir():
         fail(
