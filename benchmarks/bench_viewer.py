@@ -14,7 +14,6 @@ size (one page of rows, never all of them).
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import subprocess
 import sys
@@ -62,25 +61,17 @@ def main() -> None:
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-viewer-"))
     run = build(root, args.sessions)
 
-    started = time.perf_counter()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "ctxreplay", "view", str(run), "--port", "0"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert server.stdout is not None
-    line = server.stdout.readline()
-    ready = time.perf_counter() - started
-    found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-    if not found:
-        server.kill()
-        raise SystemExit(f"ctxreplay view printed no address: {line}")
-    url = found.group(0)
-    print(line.strip())
-    print(f"server up (grid of every pair built) in {ready:.2f} s")
-
     sys.path.insert(0, str(ROOT / "tests"))
-    from browser import chromium  # Debian's chromium, offline
     from selenium.webdriver.support.ui import WebDriverWait
+
+    from browser import chromium, start_view  # Debian's chromium, offline
+
+    started = time.perf_counter()
+    server = start_view(run)
+    ready = time.perf_counter() - started
+    url = server.url
+    print(server.line)
+    print(f"server up (grid of every pair built) in {ready:.2f} s")
 
     def page(driver: Any, query: str) -> dict[str, Any]:
         driver.get(url + query)
@@ -108,8 +99,7 @@ def main() -> None:
                     f"first {runs[0]['drawn']:.0f} ms"
                 )
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -36,26 +35,11 @@ GOLD = SHARED / "gold-long"
 #: the labels spell the category the US way; the page offers the project's spelling
 SPELLING = {"behavioral_contract": "behavioural_contract"}
 
-#: select [start, end) of a <pre>'s text, as a person dragging over it does
-SELECT = """
-const [pre, start, end] = arguments;
-const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
-const range = document.createRange();
-let at = 0, begun = false, node;
-while ((node = walker.nextNode())) {
-  const length = node.textContent.length;
-  if (!begun && start <= at + length) { range.setStart(node, start - at); begun = true; }
-  if (end <= at + length) { range.setEnd(node, end - at); break; }
-  at += length;
-}
-const selection = window.getSelection();
-selection.removeAllRanges();
-selection.addRange(range);
-"""
-
 
 def ctxreplay(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "ctxreplay", *args], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "ctxreplay", *args], check=True, stdout=subprocess.DEVNULL
+    )
 
 
 def build(root: Path) -> Path:
@@ -80,7 +64,9 @@ def gold_of(sample_keys: set[tuple[str, int]], out: Path) -> dict[tuple[str, int
     """The gold-long labels of the sampled cases, written to ``out`` as a labels set of their
     own; returns each case's dependencies by (session id, cut)."""
     cases = [json.loads(line) for line in (GOLD / "cases.jsonl").read_text().splitlines() if line]
-    deps = [json.loads(line) for line in (GOLD / "dependencies.jsonl").read_text().splitlines() if line]
+    deps = [
+        json.loads(line) for line in (GOLD / "dependencies.jsonl").read_text().splitlines() if line
+    ]
     chosen = [c for c in cases if (c["session_id"], c["cut"]) in sample_keys]
     names = {c["case"] for c in chosen}
     out.mkdir(parents=True, exist_ok=True)
@@ -100,6 +86,8 @@ def label(driver: Any, url: str, case: str, deps: list[dict]) -> int:
     """Label one case in the page: each dependency selected and marked; then done."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from browser import SELECT_TEXT
 
     def drawn(act: Any) -> None:
         before = driver.execute_script("return document.body.dataset.ready")
@@ -123,7 +111,7 @@ def label(driver: Any, url: str, case: str, deps: list[dict]) -> int:
         start = text.find(d["text"])
         if start < 0:
             raise SystemExit(f"{case}: message {d['seq']} does not hold {d['text'][:60]!r}")
-        driver.execute_script(SELECT, pre, start, start + len(d["text"]))
+        driver.execute_script(SELECT_TEXT, pre, start, start + len(d["text"]))
         WebDriverWait(driver, 30).until(
             lambda dr: not dr.execute_script("return document.getElementById('mark-form').hidden")
         )
@@ -163,38 +151,28 @@ def main() -> None:
         import shutil
 
         shutil.rmtree(labels)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "ctxreplay", "view", str(run), "--port", "0", "--label", str(labels),
-         "--sample", str(args.sample), "--seed", str(args.seed)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert server.stdout is not None
-    line = server.stdout.readline()
-    found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-    if not found:
-        server.kill()
-        raise SystemExit(f"ctxreplay view printed no address: {line}")
-    print(line.strip())
+    sys.path.insert(0, str(ROOT / "tests"))
+    from browser import chromium, start_view
+
+    server = start_view(run, "--label", str(labels), "--sample", str(args.sample),
+                        "--seed", str(args.seed))  # fmt: skip
+    print(server.line)
     state = json.loads((labels / "labelling.json").read_text())
     keys = {}
     for case in state["sample"]:
         session, cut = case.rsplit("@", 1)
         keys[(session, int(cut))] = case
     gold = gold_of(set(keys), root / "gold-sample")
-    sys.path.insert(0, str(ROOT / "tests"))
-    from browser import chromium
-
     started = time.perf_counter()
     total = 0
     try:
         with chromium(Path(tempfile.mkdtemp(prefix="label-profile-"))) as driver:
             for n, (key, case) in enumerate(keys.items(), 1):
-                total += label(driver, found.group(0), case, gold[key])
+                total += label(driver, server.url, case, gold[key])
                 print(f"  {n}/{len(keys)} {case}: {len(gold[key])} dependencies marked")
             driver.save_screenshot(str(root / "label-1400.png"))
     finally:
-        server.terminate()
-        server.wait(timeout=60)
+        server.stop()
     took = time.perf_counter() - started
     print(f"labelled {len(keys)} cases ({total} dependencies) through the browser in {took:.0f} s")
 
@@ -207,9 +185,13 @@ def main() -> None:
     for variant in mine:
         for who, f in (("browser", mine[variant]), ("gold-long", theirs[variant])):
             n, tp, fn, fp, tn, sens, spec, kappa = f
-            print(f"{variant:<10} {who:<9} {n:>4} {tp:>3} {fn:>3} {fp:>3} {tn:>3}  {sens:<20} {spec:<20} {kappa}")
+            print(
+                f"{variant:<10} {who:<9} {n:>4} {tp:>3} {fn:>3} {fp:>3} {tn:>3}  {sens:<20} {spec:<20} {kappa}"
+            )
         same &= mine[variant] == theirs[variant]
-    print("the browser's labels calibrate the judge to the same figures" if same else "FIGURES DIFFER")
+    print(
+        "the browser's labels calibrate the judge to the same figures" if same else "FIGURES DIFFER"
+    )
     sys.exit(0 if same else 1)
 
 

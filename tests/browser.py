@@ -1,12 +1,18 @@
-"""Headless Chromium for the browser tests, through Debian's chromium and chromium-driver given
-by path (Selenium Manager kept offline: nothing is downloaded). Skips, with the reason, where
-either or the ``selenium`` package is missing."""
+"""Headless Chromium for the browser tests and benchmarks, through Debian's chromium and
+chromium-driver given by path (Selenium Manager kept offline: nothing is downloaded; skipped, with
+the reason, where either or the ``selenium`` package is missing); the case browser's server
+started as a user starts it; a text selection made as a person drags over text."""
 
 from __future__ import annotations
 
 import os
+import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +64,54 @@ def chromium(profile: Path, width: int = 1400, height: int = 1000) -> Iterator[A
         yield driver
     finally:
         driver.quit()
+
+
+@dataclass
+class Server:
+    """A ``ctxreplay view`` process and the address it printed."""
+
+    url: str
+    process: subprocess.Popen[str]
+    line: str  # what it printed first
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL if kill else signal.SIGINT)
+            self.process.wait(timeout=60)
+
+
+def start_view(run: Path, *args: str) -> Server:
+    """``ctxreplay view RUN --port 0 ARGS`` in a process of its own, once it prints its address."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ctxreplay", "view", str(run), "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+    if not found:
+        process.kill()
+        raise RuntimeError(f"ctxreplay view printed no address: {line}{process.stdout.read()}")
+    return Server(found.group(0), process, line.strip())
+
+
+#: select [start, end) of an element's text (``arguments``: element, start, end), as a person
+#: dragging over it does
+SELECT_TEXT = """
+const [pre, start, end] = arguments;
+const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+const range = document.createRange();
+let at = 0, begun = false, node;
+while ((node = walker.nextNode())) {
+  const length = node.textContent.length;
+  if (!begun && start <= at + length) { range.setStart(node, start - at); begun = true; }
+  if (end <= at + length) { range.setEnd(node, end - at); break; }
+  at += length;
+}
+const selection = window.getSelection();
+selection.removeAllRanges();
+selection.addRange(range);
+"""

@@ -20,24 +20,8 @@ from urllib.parse import urlencode
 
 from viewing import NEEDED, open_page, redraw, start_server
 
+from browser import SELECT_TEXT
 from ctxreplay.judges.labels import load_labels
-
-#: select [start, end) of a <pre>'s text, as a person dragging over it does
-SELECT = """
-const [pre, start, end] = arguments;
-const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
-const range = document.createRange();
-let at = 0, begun = false, node;
-while ((node = walker.nextNode())) {
-  const length = node.textContent.length;
-  if (!begun && start <= at + length) { range.setStart(node, start - at); begun = true; }
-  if (end <= at + length) { range.setEnd(node, end - at); break; }
-  at += length;
-}
-const selection = window.getSelection();
-selection.removeAllRanges();
-selection.addRange(range);
-"""
 
 
 def wait(driver: Any, script: str) -> Any:
@@ -59,7 +43,7 @@ def label_case(driver: Any) -> str:
         text = driver.execute_script("return arguments[0].textContent", pre)
         if NEEDED in text:
             start = text.index(NEEDED)
-            driver.execute_script(SELECT, pre, start, start + len(NEEDED))
+            driver.execute_script(SELECT_TEXT, pre, start, start + len(NEEDED))
             wait(driver, "return !document.getElementById('mark-form').hidden")
             assert driver.find_element(By.ID, "m-text").text == NEEDED
             Select(driver.find_element(By.ID, "m-category")).select_by_value("verbatim_source")

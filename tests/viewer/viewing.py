@@ -3,14 +3,10 @@ started as a user starts it, and waiting for the page to be drawn."""
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from browser import Server, start_view
 
 #: markup a trace may hold; none of it may run in the browser: ``window.__pwned`` stays undefined
 XSS = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -41,44 +37,9 @@ def session(payload: str) -> list[Any]:
     ]
 
 
-@dataclass
-class Server:
-    url: str
-    process: subprocess.Popen[str]
-
-    def stop(self, kill: bool = False) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL if kill else signal.SIGINT)
-            self.process.wait(timeout=30)
-
-
 def start_server(run: Path, *args: str) -> Server:
-    """``ctxreplay view RUN --port 0 ARGS`` in a process of its own; its printed address."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ctxreplay",
-            "view",
-            str(run),
-            "--port",
-            "0",
-            "--judge",
-            "flow",
-            *args,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-    if not found:
-        process.kill()
-        raise AssertionError(f"ctxreplay view printed no address: {line}{process.stdout.read()}")
-    return Server(found.group(0), process)
+    """``ctxreplay view RUN --port 0 --judge flow ARGS``, once it prints its address."""
+    return start_view(run, "--judge", "flow", *args)
 
 
 def open_page(driver: Any, url: str) -> dict[str, Any]:
