@@ -214,3 +214,23 @@ def test_model_judges_show_what_they_asked() -> None:
     assert probe == {"question": "Which order?", "kind": "recall", "answer": "ORD-1",
                      "expected": "ORD-77731", "correct": False}  # fmt: skip
     assert _extras("flow", None) == {} and _extras("llm", "not json") == {"raw": "not json"}
+
+
+def test_bundle_of_chosen_policies_and_its_limit(viewer_run: Path, tmp_path: Path) -> None:
+    def view(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ctxreplay", "view", str(viewer_run), "--quiet",
+             *map(str, args)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+
+    refused = view("--bundle", tmp_path / "big", "--max-pages", "5")
+    assert refused.returncode == 2 and "this run has 6, more than --max-pages 5" in refused.stderr
+    assert not (tmp_path / "big").exists()  # refused before anything is written
+    done = view("--bundle", tmp_path / "noop", "--policy", "noop", "--max-pages", "3")
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "noop" / "data" / "bundle.js").read_text()
+    bundle = json.loads(text[len("window.CTXREPLAY_BUNDLE=") : -2])
+    assert {r["policy"] for r in bundle["rows"]} == {"noop"} and len(bundle["rows"]) == 3
+    assert len(list((tmp_path / "noop" / "data" / "case").glob("*.js"))) == 3
+    assert Pages(viewer_run, policies=["tool-prune"]).grid.policies == [POLICIES[1]]

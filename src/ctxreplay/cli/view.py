@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..viewer import MAX_PAGES
 from .app import main
 from .options import folder, judge, option, quiet
 
@@ -22,6 +23,10 @@ DEFAULT_PORT = 8642
 @option("--bundle", type=click.Path(file_okay=False, path_type=Path), default=None,
         help="Write the pages as a static site into this folder (opens from disk) instead of "
         "serving them.")  # fmt: skip
+@option("--policy", "policies", multiple=True,
+        help="Only these policies (label or name; repeatable) [default: every policy].")  # fmt: skip
+@option("--max-pages", type=click.IntRange(min=1), default=MAX_PAGES,
+        help="With --bundle: the most case pages (one per case and policy) it may write.")  # fmt: skip
 @option("--redact", is_flag=True, help="With --bundle: every trace text replaced by its length.")
 @judge(default=None, help="Whose losses, strict no-impact and recoveries the grid shows "
        "[default: the run's only judge, else the default judge].")  # fmt: skip
@@ -36,6 +41,8 @@ def view_cmd(
     port: int,
     open_browser: bool,
     bundle: Path | None,
+    policies: tuple[str, ...],
+    max_pages: int,
     redact: bool,
     judge: str | None,
     labels: Path | None,
@@ -54,11 +61,13 @@ def view_cmd(
         raise CtxreplayError("--redact applies to a bundle: add --bundle DIR")
     if bundle is not None and labels is not None:
         raise CtxreplayError("--label needs the server: a bundle cannot save labels")
-    pages = Pages(run, judge=judge, redact=redact, labels=labels, sample=sample, seed=seed)
+    pages = Pages(
+        run, judge=judge, redact=redact, labels=labels, sample=sample, seed=seed, policies=policies
+    )
     if bundle is not None:
         from ..viewer.bundle import write_bundle
 
-        written = write_bundle(pages, bundle, progress=not quiet)
+        written = write_bundle(pages, bundle, progress=not quiet, max_pages=max_pages)
         counts = ", ".join(f"{n:,} {what}" for what, n in written.items())
         click.echo(f"wrote {bundle / 'index.html'} ({counts}); open it in a browser")
         return

@@ -14,12 +14,17 @@ from typing import Any
 from tqdm import tqdm
 
 from ..files import atomic_write_text
-from .grid import all_rows, facets
+from . import MAX_PAGES
+from .grid import ViewerError, all_rows, facets
 from .pages import Pages
 from .server import static_file
 
 #: the most policies whose every pair gets an A/B page in a bundle
 MAX_AB_POLICIES = 30
+
+
+class BundleTooLarge(ViewerError):
+    """A bundle would write more case pages than allowed."""
 
 
 def _script(data: Any, key: str | None = None) -> str:
@@ -29,8 +34,17 @@ def _script(data: Any, key: str | None = None) -> str:
     return f"window.CTXREPLAY_PUT({json.dumps(key)},{body});\n"
 
 
-def write_bundle(pages: Pages, out: Path, *, progress: bool = True) -> dict[str, int]:
-    """Write the site into ``out``; returns how many pages of each kind it holds."""
+def write_bundle(
+    pages: Pages, out: Path, *, progress: bool = True, max_pages: int = MAX_PAGES
+) -> dict[str, int]:
+    """Write the site into ``out``; returns how many pages of each kind it holds. A run with
+    more (case, policy) pairs than ``max_pages`` is refused before anything is written."""
+    n_pairs = pages.grid.frame.height
+    if n_pairs > max_pages:
+        raise BundleTooLarge(
+            f"a bundle holds one page per (case, policy): this run has {n_pairs:,}, more than "
+            f"--max-pages {max_pages:,}; choose policies with --policy, or raise --max-pages"
+        )
     out = Path(out)
     (out / "static").mkdir(parents=True, exist_ok=True)
     for name in ("app.js", "app.css"):

@@ -62,9 +62,13 @@ class Grid:
         return {**COLUMNS, **{judge_column(j): j for j in self.judges}}
 
 
-def build_grid(run: Run, judge: str | None = None) -> Grid:
-    """The grid of a run: figures, the cases' corpus and workload, and each judge's label."""
-    figures = run.table("figures").select(
+def build_grid(run: Run, judge: str | None = None, policies: Sequence[str] | None = None) -> Grid:
+    """The grid of a run (of only ``policies`` when given): figures, the cases' corpus and
+    workload, and each judge's label."""
+    labels = [run.resolve_policy(p) for p in policies] if policies else None
+    figures = (run.table("figures") if labels is None else pl.concat(
+        [run.table("figures", p) for p in labels], how="vertical_relaxed"
+    )).select(
         "case_id", "session_id", "cut", "policy", "policy_name",
         pl.col("pruning_rate").alias("pruning"), pl.col("editable_pruning").alias("editable"),
         "planner_failure",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +43,14 @@ class Pages:
         labels: Path | None = None,
         sample: int = 20,
         seed: int = 0,
+        policies: Sequence[str] = (),
     ) -> None:
         self.run = Run(run)
         self.run.check()
-        self.judge, self.redact = judge, redact
+        self.judge, self.redact, self.policies = judge, redact, list(policies) or None
         self._lock = threading.Lock()
         self._stamp = _verdict_stamp(self.run.path)
-        self._grid = build_grid(self.run, judge)
+        self._grid = build_grid(self.run, judge, self.policies)
         self.labelling = (
             Labelling(self.run, self._grid, labels, sample, seed) if labels is not None else None
         )
@@ -59,7 +61,7 @@ class Pages:
         with self._lock:
             stamp = _verdict_stamp(self.run.path)
             if stamp != self._stamp:
-                self._grid, self._stamp = build_grid(self.run, self.judge), stamp
+                self._grid, self._stamp = build_grid(self.run, self.judge, self.policies), stamp
                 if self.labelling is not None:
                     self.labelling.grid = self._grid
             return self._grid
