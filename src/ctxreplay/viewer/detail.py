@@ -18,9 +18,6 @@ from ..reports.show import ShownCase, case_row, done, load_case, locate, needles
 from ..reports.tables import show_command
 from ..runs import Run, query_verdicts
 
-#: what the page calls a message's fate when the view changed it, by the first verb of its objects
-STATUSES = ("kept", "folded", "masked", "pruned", "compacted", "summarised", "changed", "removed")
-
 
 def _status(verbs: Sequence[str], view: Sequence[Message] | None) -> str:
     if view is None:

@@ -217,8 +217,7 @@ def select(grid: Grid, query: GridQuery) -> pl.DataFrame:
         raise ViewerError(
             f"no column {query.sort!r} to sort by; the grid has: {', '.join(grid.columns)}"
         )
-    by = "losses" if query.sort == "losses" else query.sort
-    return frame.sort([by, "row"], descending=[query.desc, False], nulls_last=True)
+    return frame.sort([query.sort, "row"], descending=[query.desc, False], nulls_last=True)
 
 
 def row_json(row: dict[str, Any], judges: Sequence[str]) -> dict[str, Any]:
