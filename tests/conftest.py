@@ -34,6 +34,18 @@ def fixtures() -> Path:
     return FIXTURES
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_terminal_size() -> Iterator[None]:
+    """No ``COLUMNS``/``LINES`` from the environment: a report rendered without a width is
+    rendered as when the output is not a terminal (``DEFAULT_WIDTH``), whoever runs the tests.
+    pytest-xdist's workers have ``COLUMNS=80 LINES=24`` set, which wrapped lines the tests read
+    whole; a test that wants a width sets it itself (``monkeypatch.setenv("COLUMNS", …)``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("COLUMNS", raising=False)
+        mp.delenv("LINES", raising=False)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
