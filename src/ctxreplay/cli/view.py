@@ -19,18 +19,18 @@ DEFAULT_PORT = 8642
 @folder("run")
 @option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT,
         help="Port on 127.0.0.1 (0: any free port; the address is printed).")  # fmt: skip
-@option("--open", "open_browser", is_flag=True, help="Open the address in a web browser.")
+@option("--open", is_flag=True, help="Open the address in a web browser.")
 @option("--bundle", type=click.Path(file_okay=False, path_type=Path), default=None,
         help="Write the pages as a static site into this folder (opens from disk) instead of "
         "serving them.")  # fmt: skip
-@option("--policy", "policies", multiple=True,
+@option("--policy", multiple=True,
         help="Only these policies (label or name; repeatable) [default: every policy].")  # fmt: skip
 @option("--max-pages", type=click.IntRange(min=1), default=MAX_PAGES,
         help="With --bundle: the most case pages (one per case and policy) it may write.")  # fmt: skip
 @option("--redact", is_flag=True, help="With --bundle: every trace text replaced by its length.")
 @judge(default=None, help="Whose losses, strict no-impact and recoveries the grid shows "
        "[default: the run's only judge, else the default judge].")  # fmt: skip
-@option("--label", "labels", type=click.Path(file_okay=False, path_type=Path), default=None,
+@option("--label", type=click.Path(file_okay=False, path_type=Path), default=None,
         help="Label a sample of the cases; the labels are saved into this folder in the deps: "
         "format (cases.jsonl, dependencies.jsonl) as they are made.")  # fmt: skip
 @option("--sample", type=click.IntRange(min=1), default=20, help="Cases to label (with --label).")
@@ -39,13 +39,13 @@ DEFAULT_PORT = 8642
 def view_cmd(
     run: Path,
     port: int,
-    open_browser: bool,
+    open: bool,
     bundle: Path | None,
-    policies: tuple[str, ...],
+    policy: tuple[str, ...],
     max_pages: int,
     redact: bool,
     judge: str | None,
-    labels: Path | None,
+    label: Path | None,
     sample: int,
     seed: int,
     quiet: bool,
@@ -59,10 +59,10 @@ def view_cmd(
 
     if redact and bundle is None:
         raise CtxreplayError("--redact applies to a bundle: add --bundle DIR")
-    if bundle is not None and labels is not None:
+    if bundle is not None and label is not None:
         raise CtxreplayError("--label needs the server: a bundle cannot save labels")
     pages = Pages(
-        run, judge=judge, redact=redact, labels=labels, sample=sample, seed=seed, policies=policies
+        run, judge=judge, redact=redact, labels=label, sample=sample, seed=seed, policies=policy
     )
     if bundle is not None:
         from ..viewer.bundle import write_bundle
@@ -77,13 +77,13 @@ def view_cmd(
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
     what = f"{pages.grid.frame.height:,} pairs"
     if pages.labelling is not None:
-        what += f"; labelling {len(pages.labelling.state['sample'])} cases into {labels}"
+        what += f"; labelling {len(pages.labelling.state['sample'])} cases into {label}"
     click.echo(f"ctxreplay view: {url} ({what}; Ctrl-C stops)")
     sys.stdout.flush()  # the address is read by whoever started the server
-    if open_browser:
+    if open:
         import webbrowser
 
-        webbrowser.open(url + ("?page=label" if labels is not None else ""))
+        webbrowser.open(url + ("?page=label" if label is not None else ""))
     try:
         serve(pages, sock)
     finally:
