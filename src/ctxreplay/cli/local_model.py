@@ -41,13 +41,13 @@ def serve(port: int, ctx: int, threads: int | None, parallel: int, verbose: bool
         server.start()
     except LocalModelUnavailable as e:
         raise click.ClickException(str(e)) from None
-    click.echo(server.base_url)
-    click.echo(
-        f"model {server.model}; use e.g. --judge 'llm:base_url={server.base_url},"
-        f"model={server.model},tariff=local'. Ctrl-C stops.",
-        err=True,
-    )
-    try:
+    try:  # the address is printed inside it: a Ctrl-C right after it is caught too
+        click.echo(server.base_url)
+        click.echo(
+            f"model {server.model}; use e.g. --judge 'llm:base_url={server.base_url},"
+            f"model={server.model},tariff=local'. Ctrl-C stops.",
+            err=True,
+        )
         while True:  # short sleeps keep the main thread ready for Ctrl-C
             time.sleep(0.25)
     except KeyboardInterrupt:
