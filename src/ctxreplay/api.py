@@ -70,11 +70,17 @@ def view_as_openai(outcome: Outcome) -> list[dict[str, Any]]:
     return to_openai(outcome.view.messages)
 
 
-def view_request(run: Run, case_id: str, policy: str, shape: str = "openai-chat") -> dict[str, Any]:
+def view_request(
+    run: Run,
+    case_id: str,
+    policy: str,
+    shape: str = "openai-chat",
+    view: Sequence[Message] | None = None,
+) -> dict[str, Any]:
     """The exact view of a replayed case as a request body a real API takes: chat
     ``{"messages": [...]}`` (``openai-chat``) or Responses ``{"input": [...]}``
     (``openai-responses``). Add ``model`` (and ``tools``) and send it."""
-    view = run.load_view(case_id, policy)
+    view = run.load_view(case_id, policy) if view is None else view  # given: already read
     if shape == "openai-chat":
         return {"messages": to_openai(view)}
     if shape == "openai-responses":

@@ -189,7 +189,7 @@ def case_detail(run: Run, case_id: str, policy: str) -> dict[str, Any]:
             "request": f"{show} --request openai-chat",
             "policy": shlex.quote(shown.label),
         },
-        "request": view_request(run, case_id, shown.label),
+        "request": view_request(run, case_id, shown.label, view=shown.view),
     }
 
 
