@@ -72,6 +72,7 @@ FLAGS: dict[str, str] = {
     "compaction_summary": "a recorded compaction: the summary that replaced the context before it (cases start their prefix here; --trigger compactions cuts before it)",
     "abandoned_branch": "a message of a branch the session left (an edited or retried turn): kept, not visible",
     "turn_aborted": "the user interrupted the turn this message belongs to",
+    "orphan_tool_result": "a tool result whose call is not in the log (a resumed or compacted session): kept as text with the same content, so the request stays valid",
 }
 
 

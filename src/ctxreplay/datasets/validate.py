@@ -37,6 +37,10 @@ FLAG_COMPACTION_SUMMARY = "compaction_summary"
 FLAG_ABANDONED_BRANCH = "abandoned_branch"
 #: the user interrupted the turn this message belongs to
 FLAG_TURN_ABORTED = "turn_aborted"
+#: a tool result whose call is not in the log (a resumed or compacted session): kept as text
+FLAG_ORPHAN_RESULT = "orphan_tool_result"
+#: what validation does with a tool result whose call is not in the session
+ORPHAN_RULES = ("reject", "as_text")
 #: ``mime_type`` of a text part holding the JSON of a part whose type the importer did not know
 UNKNOWN_PART_MIME = "application/vnd.ctxreplay.unknown-part+json"
 
@@ -179,8 +183,17 @@ def _check_arguments(arguments: str, flags: list[str], where: str) -> None:
         raise RecordError(problem[0], "tool-call arguments nest deeper than the limit", where)
 
 
-def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTES) -> Session:
+def validate_session(
+    session: Session, max_message_bytes: int = MAX_MESSAGE_BYTES, orphan_results: str = "reject"
+) -> Session:
     """Return the session with flags set, or raise ``RecordError`` naming the first problem.
+
+    A tool result whose call is not in the session rejects it (``orphan_results="reject"``), or,
+    for logs that legitimately start after calls they answer (``"as_text"``: a resumed or
+    compacted Claude Code session), becomes a text part with the same content, so the model's
+    context keeps what it read and the view stays a valid request (no result without its call);
+    its message is flagged ``orphan_tool_result`` and the session's ``orphan_results`` metadata
+    lists the call ids.
 
     A session with no message, or with only system prompts and messages the importer made up
     (the task instruction, a rebuilt system prompt), is empty. Token counts out of range and
@@ -200,7 +213,10 @@ def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTE
             "empty_session",
             "the session holds no conversation (only system prompts or inserted messages)",
         )
+    if orphan_results not in ORPHAN_RULES:
+        raise ValueError(f"orphan_results must be one of {ORPHAN_RULES}, not {orphan_results!r}")
     session = replace(session, messages=disambiguate_call_ids(session.messages))
+    orphans: list[str | None] = []
     calls: dict[str, int] = {}
     call_names: dict[str, str | None] = {}
     answered: set[str] = set()
@@ -215,6 +231,8 @@ def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTE
                 where,
             )
         flags = list(m.flags)
+        if orphan_results == "as_text":
+            m = _orphans_as_text(m, calls, flags, orphans)
         usage, usage_bad = _usage_in_range(m.usage)
         if usage_bad and FLAG_USAGE_OUT_OF_RANGE not in flags:
             flags.append(FLAG_USAGE_OUT_OF_RANGE)
@@ -265,4 +283,24 @@ def validate_session(session: Session, max_message_bytes: int = MAX_MESSAGE_BYTE
         for i, m in enumerate(out):
             if any(p.id in unanswered for p in m.calls) and FLAG_UNANSWERED_CALL not in m.flags:
                 out[i] = replace(m, flags=(*m.flags, FLAG_UNANSWERED_CALL))
+    if orphans:
+        metadata = {**session.metadata, "orphan_results": orphans}
+        return replace(session, messages=out, metadata=metadata)
     return replace(session, messages=out)
+
+
+def _orphans_as_text(
+    m: Message, calls: dict[str, int], flags: list[str], orphans: list[str | None]
+) -> Message:
+    """``m`` with each result whose call is not among ``calls`` (so far) as a text part."""
+    if not any(p.type == "tool_call_response" and p.id not in calls for p in m.parts):
+        return m
+    parts = []
+    for p in m.parts:
+        if p.type == "tool_call_response" and p.id not in calls:
+            orphans.append(p.id)
+            p = Part.text(p.content or "")
+        parts.append(p)
+    if FLAG_ORPHAN_RESULT not in flags:
+        flags.append(FLAG_ORPHAN_RESULT)
+    return replace(m, parts=tuple(parts))

@@ -117,6 +117,9 @@ class Importer:
 
     #: set by the caller; a larger message rejects its session (``oversize_message``)
     max_message_bytes: int = MAX_MESSAGE_BYTES
+    #: a tool result whose call is not in the session: ``reject`` it, or keep it ``as_text``
+    #: (formats whose logs legitimately start after calls: ``validate.validate_session``)
+    orphan_results: ClassVar[str] = "reject"
 
     @property
     def tally(self) -> Tally:
@@ -164,7 +167,7 @@ class Importer:
     ) -> Iterator[Session | Reject]:
         """Run ``produce()``, validate what it made, and turn any failure into a reject."""
         try:
-            sessions = [validate_session(s, self.max_message_bytes) for s in produce()]
+            sessions = [self.validated(s) for s in produce()]
         except Exception as e:
             reason, detail = exception_reason(e)
             where = e.json_path if isinstance(e, RecordError) else "$"
@@ -174,6 +177,10 @@ class Importer:
         if not sessions:
             self.tally.skip("no_session")
         yield from sessions
+
+    def validated(self, session: Session) -> Session:
+        """``validate_session`` with this importer's limits and orphan rule."""
+        return validate_session(session, self.max_message_bytes, self.orphan_results)
 
     def reject(
         self,
@@ -210,6 +217,14 @@ BUILTIN = (
     "codex_cli",
     "openai_responses",
     "inspect_ai",
+    "gemini_cli",
+    "cline",
+    "aider",
+    "opencode",
+    "goose",
+    "langfuse",
+    "phoenix",
+    "langsmith",
 )
 importers: Registry[type[Importer]] = Registry(
     "importer", "ctxreplay.importers", tuple(f"ctxreplay.datasets.importers.{m}" for m in BUILTIN)

@@ -1,0 +1,1 @@
+"""Placeholder: the aider importer is being written."""

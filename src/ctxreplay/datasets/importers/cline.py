@@ -1,0 +1,1 @@
+"""Placeholder: the cline importer is being written."""

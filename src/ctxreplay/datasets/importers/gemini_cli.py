@@ -1,0 +1,1 @@
+"""Placeholder: the gemini_cli importer is being written."""

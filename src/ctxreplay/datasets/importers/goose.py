@@ -1,0 +1,1 @@
+"""Placeholder: the goose importer is being written."""

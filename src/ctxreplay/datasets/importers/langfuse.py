@@ -1,0 +1,1 @@
+"""Placeholder: the langfuse importer is being written."""

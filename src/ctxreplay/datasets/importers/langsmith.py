@@ -1,0 +1,1 @@
+"""Placeholder: the langsmith importer is being written."""

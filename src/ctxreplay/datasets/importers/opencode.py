@@ -1,0 +1,1 @@
+"""Placeholder: the opencode importer is being written."""

@@ -1,0 +1,1 @@
+"""Placeholder: the phoenix importer is being written."""
