@@ -348,6 +348,13 @@ class Run:
             return pl.from_arrow(SCHEMAS[table].empty_table())  # type: ignore[return-value]
         return pl.concat(frames, how="vertical_relaxed")
 
+    def tool_output(self, case_id: str, call_id: str) -> bytes:
+        """The full output of a tool call of a case's session (``Corpus.tool_output``)."""
+        frame = self.table("views").filter(pl.col("case_id") == case_id)
+        if frame.height == 0:
+            raise RunError(f"no case {case_id!r} in {self.path}")
+        return self.corpus.tool_output(frame["session_id"][0], call_id)
+
     def view_row(self, case_id: str, policy: str) -> dict[str, Any]:
         label = self.resolve_policy(policy)
         frame = self.table("views", label).filter(pl.col("case_id") == case_id)

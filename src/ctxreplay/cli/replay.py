@@ -121,7 +121,9 @@ def sweep_cmd(
 @main.command("show")
 @folder("run")
 @click.argument("case")
-@option("--policy", required=True, help="Policy label or name in the run.")
+@option(
+    "--policy", default=None, help="Policy label or name in the run (required but with --output)."
+)
 @judge(
     default=None,
     help="Whose losses to show [default: the run's only judge, else the default judge].",
@@ -139,8 +141,21 @@ def sweep_cmd(
     help="Print the view as the JSON request body that sends it to a real API (chat "
     "`messages` or Responses `input` items) instead of the table.",
 )
+@option(
+    "--output",
+    default=None,
+    metavar="CALL_ID",
+    help="Print, byte for byte, the full output of this tool call of the case's session, whose "
+    "log kept only a preview (a Claude Code <persisted-output>).",
+)
 def show_cmd(
-    run: Path, case: str, policy: str, judge: str | None, width: int | None, request: str | None
+    run: Path,
+    case: str,
+    policy: str | None,
+    judge: str | None,
+    width: int | None,
+    request: str | None,
+    output: str | None,
 ) -> None:
     """Show a case under a policy: each prefix message with its objects' full ids, what the view
     removed (pruned, masked, folded, compacted) and its tokens, and, when the run is judged, each
@@ -148,6 +163,11 @@ def show_cmd(
     the view itself, as a request body a real agent or API accepts."""
     from ..runs import Run
 
+    if output is not None:
+        click.echo(Run(run).tool_output(case, output), nl=False)
+        return
+    if policy is None:
+        raise click.UsageError("Missing option '--policy' (needed but with --output).")
     if request is not None:
         from ..api import view_request
 

@@ -30,7 +30,10 @@ from .store import DEFAULT_CHUNK_BYTES, CorpusError, CorpusWriter, auto_buckets
 from .tokenizer import DEFAULT_TOKENIZER, get_tokenizer
 from .validate import MAX_MESSAGE_BYTES
 
-TRACE_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
+#: endings of files that hold JSON records: such a file that no importer recognises is an
+#: ``unknown_format`` reject (its bytes kept); a file of another ending that no importer
+#: recognises, or that no importer reads by its ending, is counted as not read, with the reason
+JSON_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
 
 
 @dataclass
@@ -92,6 +95,8 @@ class ImportSummary:
     skipped: Counter[str] = field(default_factory=Counter)
     records: int = 0
     accounts: list[FileAccount] = field(default_factory=list)
+    #: files not read, by reason (``not a trace file: *.md``)
+    not_read: Counter[str] = field(default_factory=Counter)
 
     @property
     def rejects(self) -> int:
@@ -109,6 +114,13 @@ class ImportSummary:
         if self.by_format:
             lines.append(
                 "  by format: " + ", ".join(f"{k} {v}" for k, v in sorted(self.by_format.items()))
+            )
+        if self.not_read:
+            n = sum(self.not_read.values())
+            lines.append(
+                f"not read: {n:,} file{'s' if n != 1 else ''} ("
+                + ", ".join(f"{why}: {k:,}" for why, k in sorted(self.not_read.items()))
+                + "; name a file with --format to read it as that format)"
             )
         skipped = sum(self.skipped.values())
         lines.append(
@@ -135,18 +147,45 @@ class ImportSummary:
         return "\n".join(lines)
 
 
-def expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files named, and trace files found under folders named, in a stable order."""
+def not_a_trace_file(path: Path) -> str:
+    """Why a file is not read: the reason the import summary counts it under."""
+    return f"not a trace file: *{path.suffix}" if path.suffix else "not a trace file: no ending"
+
+
+def trace_suffixes(fmt: str | None = None) -> frozenset[str]:
+    """Endings of files a folder walk offers to detection (with ``fmt``: to that importer)."""
+    if fmt is not None:
+        return frozenset((*importers.get(fmt).suffixes, *JSON_SUFFIXES))
+    return frozenset(s for _name, cls in importers.items() for s in cls.suffixes) | frozenset(
+        JSON_SUFFIXES
+    )
+
+
+def walk(
+    paths: Iterable[str | os.PathLike[str]], fmt: str | None = None
+) -> tuple[list[Path], Counter[str]]:
+    """Files named, and the files under folders named whose ending some importer reads (``fmt``:
+    the forced importer), in a stable order; and the other files under those folders, counted
+    by the reason they are not read (``not a trace file: *.md``)."""
+    wanted = trace_suffixes(fmt)
     out: list[Path] = []
+    not_read: Counter[str] = Counter()
     for raw in paths:
         p = Path(raw)
-        if p.is_dir():
-            out.extend(
-                sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in TRACE_SUFFIXES)
-            )
-        else:
+        if not p.is_dir():
             out.append(p)
-    return list(dict.fromkeys(out))
+            continue
+        for f in sorted(f for f in p.rglob("*") if f.is_file()):
+            if f.suffix in wanted:
+                out.append(f)
+            else:
+                not_read[not_a_trace_file(f)] += 1
+    return list(dict.fromkeys(out)), not_read
+
+
+def expand(paths: Iterable[str | os.PathLike[str]], fmt: str | None = None) -> list[Path]:
+    """The files ``walk`` reads."""
+    return walk(paths, fmt)[0]
 
 
 def formats_found(paths: Iterable[str | os.PathLike[str]]) -> Counter[str]:
@@ -281,18 +320,21 @@ def import_paths(
     """Import trace files into a corpus folder. Files are read record by record and the corpus
     is written a part at a time, so memory follows ``chunk_bytes`` (rows held before a part is
     written) and the largest record, not the size of the input."""
-    files = expand(paths)
+    if fmt is not None:
+        importers.get(fmt)  # unknown names fail before anything is written
+    files, not_read = walk(paths, fmt)
     missing = [f for f in files if not f.exists()]
     if missing:
         raise CorpusError(f"no such file: {missing[0]}")
-    if fmt is not None:
-        importers.get(fmt)  # unknown names fail before anything is written
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())) and not overwrite:
         raise CorpusError(f"{target} exists and is not empty (use --overwrite)")
     formats = detect_formats(files, fmt)  # an ambiguous file stops the import here
+    for path in [f for f in files if formats[f] is None and f.suffix not in JSON_SUFFIXES]:
+        files.remove(path)  # no importer recognises it, and it does not hold JSON records
+        not_read[not_a_trace_file(path)] += 1
     total = sum(_size(f) for f in files)
-    summary = ImportSummary(target, files=len(files), bytes=total)
+    summary = ImportSummary(target, files=len(files), bytes=total, not_read=not_read)
     started = time.perf_counter()
     with CorpusWriter(
         target,
@@ -336,7 +378,10 @@ def import_paths(
         bar.close()
         writer.flush()
         _late(writer, by_location, summary)
-        writer.close([a.source(Path(a.path)) for a in summary.accounts])
+        writer.close(
+            [a.source(Path(a.path)) for a in summary.accounts],
+            **({"not_read": dict(sorted(not_read.items()))} if not_read else {}),
+        )
     for account in summary.accounts:
         summary.records += account.records
         summary.skipped.update(account.skipped)

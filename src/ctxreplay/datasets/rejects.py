@@ -44,6 +44,9 @@ SKIPS: dict[str, str] = {
     "no_session": "a record its importer read without error but made no session of",
     "part_of_session": "a line holding more of a session another record of its file stands for: its messages (Claude Code and Codex log lines, logged Responses calls)",
     "no_message": "a Claude Code log line that is not a message (titles, snapshots, hook, queue and mode records), counted in its session's metadata",
+    "persisted_output": "a Claude Code tool output saved to <session>/tool-results/: linked to its call (metadata persisted_outputs) and copied into the corpus, not a session of its own",
+    "subagent_meta": "a Claude Code sub-agent's agent-<id>.meta.json: read into the sub-agent session's metadata (agent_meta)",
+    "sessions_index": "a Claude Code project folder's sessions-index.json (the CLI's list of sessions)",
     "duplicate_record": "a Claude Code log line repeating a uuid already read (re-emitted at a compaction): the first is kept",
 }
 

@@ -46,6 +46,7 @@ from .. import arrow_memory, storage
 from ..errors import CtxreplayError
 from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS
 from ..version import __version__
+from .importers.base import file_sha256
 from .messages import Message, Session
 from .rejects import Reject, clip, storable
 from .rows import message_to_row, row_to_message
@@ -107,6 +108,8 @@ class WriteCounts:
 _CONVERSION_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
 FLAG_METADATA_NON_FINITE = "metadata_non_finite"
 FLAG_METADATA_ESCAPED = "metadata_escaped"
+#: folder of a corpus holding persisted tool outputs, by sha256
+PERSISTED = "persisted"
 _BUILD = re.compile(r"^\.(?P<name>.+)\.(?:build|old)-(?P<pid>\d+)-.*\.tmp$")
 
 
@@ -288,6 +291,7 @@ class CorpusWriter:
                 record=session.source_record,
                 session_id=session.source_session_id,
             )
+        self._keep_payloads(session)
         tokens = self.count_tokens(session.messages)
         messages = [
             dataclasses.replace(m, tokens=t) for m, t in zip(session.messages, tokens, strict=True)
@@ -318,6 +322,30 @@ class CorpusWriter:
         if self._stage_bytes >= _STAGE_BYTES or len(self._stage["messages"]) >= _STAGE_ROWS:
             self._convert()
         return None
+
+    def _keep_payloads(self, session: Session) -> None:
+        """Copy each file the session links as a persisted tool output (its metadata's
+        ``persisted_outputs``: ``file`` and ``sha256``) into ``persisted/<sha256>``, so the
+        corpus gives it back byte for byte when the file is gone (``Corpus.persisted_output``);
+        ``stored`` says whether the copy is there and matches the hash the importer read."""
+        links = session.metadata.get("persisted_outputs")
+        for entry in links.values() if isinstance(links, dict) else ():
+            digest, source = entry.get("sha256"), entry.get("file")
+            if not isinstance(digest, str) or not isinstance(source, str):
+                continue
+            target = self.build / PERSISTED / digest
+            if not target.exists():
+                target.parent.mkdir(exist_ok=True)
+                try:
+                    shutil.copyfile(source, target)
+                except OSError:
+                    entry["stored"] = False
+                    continue
+                if file_sha256(target) != digest:  # the file changed since it was read
+                    target.unlink()
+                    entry["stored"] = False
+                    continue
+            entry["stored"] = True
 
     def add_reject(self, reject: Reject) -> None:
         row = reject.to_row()
@@ -952,6 +980,48 @@ class Corpus:
 
     def ground_truth(self) -> pl.DataFrame:
         return pl.from_arrow(self.table("ground_truth"))  # type: ignore[return-value]
+
+    def tool_output(self, session_id: str, call_id: str) -> bytes:
+        """The full output of a tool call whose log kept only a preview (a Claude Code
+        ``<persisted-output>``): the copy the corpus keeps, else the file the import linked,
+        when it still holds what was read."""
+        rows = self.session_rows("sessions", [session_id], ["metadata"]).to_pylist()
+        if not rows:
+            raise CorpusError(f"no session {session_id!r} in {self.shown}")
+        links = json.loads(rows[0]["metadata"] or "{}").get("persisted_outputs") or {}
+        entry = links.get(call_id)
+        if not isinstance(entry, dict):
+            held = ", ".join(sorted(links)) or "none"
+            raise CorpusError(
+                f"session {session_id} has no persisted output of call {call_id!r} "
+                f"(its persisted outputs: {held})"
+            )
+        digest = entry.get("sha256")
+        if entry.get("stored") and isinstance(digest, str):
+            return self.persisted_output(digest)
+        source = entry.get("file")
+        if isinstance(source, str) and isinstance(digest, str):
+            with contextlib.suppress(OSError):
+                if file_sha256(Path(source)) == digest:
+                    return Path(source).read_bytes()
+        raise CorpusError(
+            f"the full output of call {call_id} was not found when importing (recorded at "
+            f"{entry.get('recorded_path')}); only its preview is in the session"
+        )
+
+    def persisted_output(self, digest: str) -> bytes:
+        """The bytes of a persisted tool output the corpus keeps (``CorpusWriter._keep_payloads``)."""
+        if not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise CorpusError(f"{digest!r} is not the sha256 of a persisted output")
+        try:
+            data = (self.path / PERSISTED / digest).read_bytes()
+        except OSError:
+            raise CorpusError(f"{self.shown} keeps no persisted output {digest}") from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise DamagedCorpusError(
+                f"{self.path / PERSISTED / digest} no longer matches its sha256"
+            )
+        return data
 
     def load_session(self, session_id: str) -> list[Message]:
         rows = self.session_rows("messages", [session_id]).sort_by("seq").to_pylist()

@@ -75,10 +75,10 @@ from ..validate import (
     FLAG_COMPACTION_SUMMARY,
     FLAG_TIMESTAMP_INVALID,
     FLAG_TURN_ABORTED,
-    validate_session,
 )
 from .anthropic_messages import _block_parts, anthropic_usage
 from .base import Importer, Record, exception_reason, expect, importers, read_text, timestamp_of
+from .claude_code_files import agent_meta, persisted_outputs, sidecar_kind
 from .sniffing import capped, sample_of
 
 FORMAT = "claude-code"
@@ -180,19 +180,32 @@ class _NodeError(Exception):
 
 @importers.register(FORMAT)
 class ClaudeCodeImporter(Importer):
-    """Claude Code (Anthropic's agentic coding CLI) session logs: ``<session>.jsonl``."""
+    """Claude Code (Anthropic's agentic coding CLI) session logs: ``<session>.jsonl``, and the
+    files beside them (``claude_code_files``)."""
 
-    suffixes = (".jsonl",)
+    suffixes = (".jsonl", ".json", ".txt")
+    #: a resumed or compacted session's log can hold results of calls made before it began
+    orphan_results = "as_text"
 
     def __init__(self) -> None:
         #: record indexes of the last file read that were skipped (not a message, or repeated)
         self.ignored_records: list[int] = []
 
     def sniff(self, path: Path, head: bytes) -> float:
+        if sidecar_kind(path) is not None:
+            return 1.0
+        if path.suffix != ".jsonl":
+            return 0.0
         return sample_of(path, head).mean(_record_score)
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
         self.ignored_records = []
+        kind = sidecar_kind(path)
+        if kind is not None:  # a file beside the logs: one record, counted by kind
+            self.tally.seen += 1
+            self.tally.skip(kind)
+            self.ignored_records.append(0)
+            return
         nodes: list[_Node] = []
         by_uuid: dict[str, _Node] = {}
         loose: list[Record] = []  # bookkeeping records outside the tree
@@ -244,6 +257,9 @@ class ClaudeCodeImporter(Importer):
         for key, b in built.items():
             b.metadata["duplicate_uuids"] = duplicates or None
             b.metadata["cycles_cut"] = cycles or None
+            b.metadata["persisted_outputs"] = persisted_outputs(path, b.messages) or None
+            if b.group.sidechain and path.stem.startswith("agent-"):
+                b.metadata["agent_meta"] = agent_meta(path)
             yield from self._emit(path, groups[key], b)
 
     # --- outcomes ------------------------------------------------------------------------------
@@ -265,7 +281,7 @@ class ClaudeCodeImporter(Importer):
             metadata={k: v for k, v in built.metadata.items() if v is not None},
         )
         try:
-            session = validate_session(session, self.max_message_bytes)
+            session = self.validated(session)
         except Exception as e:
             where = e.json_path if isinstance(e, RecordError) else "$"
             failing = next(
