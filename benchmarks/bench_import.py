@@ -5,7 +5,9 @@ The bare pass tokenises exactly the strings the import counts (each message's te
 the same encoding and the same batch API: it is the physical floor of this step. Everything else
 (parsing, validation, Parquet writing) is overhead measured against it.
 
-    python benchmarks/bench_import.py [--corpora ../shared/corpora] [--repeat 3]
+    python benchmarks/bench_import.py [--corpora ../shared/corpora] [--repeat 3] [FOLDER ...]
+
+Named folders (e.g. ``tests/fixtures/gemini-cli``) are measured instead of the corpora's.
 """
 
 from __future__ import annotations
@@ -65,12 +67,14 @@ def main() -> None:
     )
     ap.add_argument("--corpora", type=Path, default=CORPORA)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("folders", nargs="*", type=Path, help="folders to measure instead")
     args = ap.parse_args()
-    require(args.corpora)
+    if not args.folders:
+        require(args.corpora)
     get_tokenizer()  # load the encoding outside the timed region
-    folders = sorted(p for p in args.corpora.iterdir() if p.is_dir())
+    folders = args.folders or sorted(p for p in args.corpora.iterdir() if p.is_dir())
     print(
-        f"{'corpus':<12} {'MB':>6} {'sessions':>8} {'sub':>5} {'messages':>9} {'calls':>6} "
+        f"{'corpus':<12} {'files':>5} {'MB':>6} {'sessions':>8} {'sub':>5} {'messages':>9} {'calls':>6} "
         f"{'results':>7} {'compact':>7} {'rejects':>7} {'tokens':>11} "
         f"{'s':>6} {'MB/s':>6} {'msg/s':>8} {'tok pass s':>10} {'ratio':>6}"
     )
@@ -93,7 +97,7 @@ def main() -> None:
         held = contents(corpus)
         mb = summary.bytes / 1e6
         print(
-            f"{folder.name:<12} {mb:>6.1f} {summary.sessions:>8} {held['sub']:>5} {summary.messages:>9} "
+            f"{folder.name:<12} {summary.files:>5} {mb:>6.1f} {summary.sessions:>8} {held['sub']:>5} {summary.messages:>9} "
             f"{held['calls']:>6} {held['results']:>7} {held['compactions']:>7} {summary.rejects:>7} "
             f"{summary.tokens:>11,} {elapsed:>6.2f} {mb / elapsed:>6.1f} {summary.messages / elapsed:>8,.0f} "
             f"{floor:>10.3f} {elapsed / floor:>6.1f}"
@@ -102,6 +106,8 @@ def main() -> None:
             print(f"{'':<12}   reject {reason}: {n}")
         for reason, n in summary.skipped.most_common():
             print(f"{'':<12}   skipped {reason}: {n}")
+        for reason, n in sorted(summary.not_read.items()):
+            print(f"{'':<12}   not read ({reason}): {n}")
         totals[0] += mb
         totals[1] += summary.messages
         totals[2] += elapsed
@@ -109,7 +115,7 @@ def main() -> None:
         shutil.rmtree(out.parent)
     mb, msgs, secs, floor = totals
     print(
-        f"{'all':<12} {mb:>6.1f} {'':>8} {'':>5} {msgs:>9} {'':>6} {'':>7} {'':>7} {'':>7} {'':>11} "
+        f"{'all':<12} {'':>5} {mb:>6.1f} {'':>8} {'':>5} {msgs:>9} {'':>6} {'':>7} {'':>7} {'':>7} {'':>11} "
         f"{secs:>6.2f} {mb / secs:>6.1f} {msgs / secs:>8,.0f} {floor:>10.3f} {secs / floor:>6.1f}"
     )
 

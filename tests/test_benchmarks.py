@@ -30,3 +30,15 @@ def test_benchmark_help(path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage" in done.stdout.lower()
+
+
+def test_the_import_benchmark_measures_named_folders() -> None:
+    """``bench_import.py FOLDER`` measures that folder against a bare tokenisation pass."""
+    from builders import FIXTURES, run_benchmark
+
+    done = run_benchmark("bench_import", "--repeat", "1", str(FIXTURES / "aider"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = next(ln for ln in done.stdout.splitlines() if ln.startswith("aider "))
+    files, _mb, sessions = row.split()[1:4]
+    assert (files, sessions) == ("4", "7")
+    assert "reject empty_session: 2" in done.stdout

@@ -74,8 +74,8 @@ def test_coding_agent_logs_import_from_home_into_one_corpus(tmp_path: Path) -> N
     home = tmp_path / "home"
     shutil.copytree(FIXTURES / "claude-code", home / ".claude" / "projects" / "-home-dev-shop")
     shutil.copytree(FIXTURES / "codex-cli", home / ".codex" / "sessions" / "2025" / "06")
-    line = block_with("~/.claude/projects")
-    assert line == "ctxreplay import ~/.claude/projects ~/.codex/sessions -o corpus"
+    line = "ctxreplay import ~/.claude/projects ~/.codex/sessions -o corpus"
+    assert line in bash_blocks()  # a block of its own (the compaction recipe starts with it too)
     out = run_lines(line, tmp_path, home)
     assert "by format: claude-code" in out and "codex-cli" in out
     assert (tmp_path / "corpus" / "manifest.json").is_file()
@@ -121,3 +121,14 @@ def test_the_plot_lines_write_the_pngs(labelled: Path) -> None:
 def test_the_sweep_recipe_runs_as_written(labelled: Path) -> None:
     out = run_lines(block_with("ctxreplay sweep corpus"), labelled)
     assert "Frontier" in out
+
+
+def test_the_compaction_audit_recipe_runs_as_written(tmp_path: Path) -> None:
+    """A home holding Claude Code and Codex CLI logs with recorded compactions: the recipe cuts a
+    case before each, replays the recorded summary and reports it."""
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURES / "claude-code", home / ".claude" / "projects" / "-home-dev-shop")
+    shutil.copytree(FIXTURES / "codex-cli", home / ".codex" / "sessions" / "2025" / "06")
+    out = run_lines(block_with("--trigger compactions"), tmp_path, home)
+    assert "by trigger: compactions 3" in out
+    assert re.search(r"^recorded +3 +3 ", out, re.M), out

@@ -36,7 +36,9 @@ def _bypasses(path: Path) -> list[str]:
             found += [f"{where} imports {a.name}" for a in node.names if a.name == "_CORPORA"]
         elif isinstance(node, ast.Attribute) and node.attr == "_CORPORA":
             found.append(f"{where} reads builders._CORPORA")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
+        elif (
+            isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
+        ):
             if node.value == "CTXREPLAY_CORPORA" or SHARED_LITERAL.search(node.value):
                 found.append(f"{where} names the shared folder: {node.value!r}")
         elif (
@@ -73,7 +75,7 @@ def test_the_check_sees_each_way_around(tmp_path: Path) -> None:
     assert len(_bypasses(bad)) == 4
 
 
-CHILD_TESTS = '''
+CHILD_TESTS = """
 import pytest
 from builders import corpus_path, shared_path
 
@@ -91,7 +93,7 @@ def real(request):
 @pytest.mark.corpora
 def test_marked_fixture(real):
     assert real.is_dir()
-'''
+"""
 
 
 def _child(tmp_path: Path, corpora: Path) -> subprocess.CompletedProcess[str]:

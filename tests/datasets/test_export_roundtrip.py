@@ -96,7 +96,9 @@ def _without_format(path: Path) -> list[dict[str, object]]:
 
 
 def test_roundtrip_on_our_fixtures(tmp_path: Path) -> None:
-    paths = [FIX / "openai_chat", FIX / "anthropic", FIX / "otel"]
+    # the other OTel fixtures (semantic-convention shapes) round-trip in test_import_otel.py
+    otel = [FIX / "otel" / "otlp_spans.json", FIX / "otel" / "flat_spans.jsonl"]
+    paths = [FIX / "openai_chat", FIX / "anthropic", *otel]
     a, b, export_a, export_b = roundtrip(paths, tmp_path, sessions=16)
     assert_same_tables(a, b)
     assert set(b.sessions()["source_format"]) == {"openai-chat"}  # the format actually read
@@ -176,6 +178,7 @@ REAL = {  # format: (folder in ../shared/corpora, sessions it holds)
     "claude-code": ("claude-code", 90),  # 60 sessions + 30 sub-agents; 3 files hold none
     "inspect-ai": ("inspect-ai", 41),  # one .json log (1 sample), two .eval archives (30 + 10)
     "codex-cli": ("codex-cli", 19),  # one rollout, one session
+    "aider": ("aider", 7),  # 37 session blocks in 2 files; 30 hold no model reply (rejects)
 }
 
 

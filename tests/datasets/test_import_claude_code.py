@@ -50,7 +50,7 @@ def test_fixtures_are_detected_and_other_formats_are_not_taken() -> None:
         assert detect(f) == FMT, f.name
     sniffer = get_importer(FMT)
     for f in sorted(FIXTURES.rglob("*")):
-        if f.is_file() and f.parent != CC:
+        if f.is_file() and f.parent != CC and "claude-code-2x" not in f.parts:
             head = f.read_bytes()[:SNIFF_BYTES]
             assert sniffer.sniff(f, head) <= MIN_SCORE, f
 
@@ -436,7 +436,9 @@ def test_public_logs_are_claude_code_and_nothing_else_is() -> None:
     for f in _public_files():
         assert detect(f) == (None if f.stat().st_size == 0 else FMT), f
     sniffer = get_importer(FMT)
-    for folder in sorted(p for p in corpus_path().iterdir() if p.is_dir() and p.name != "claude-code"):
+    for folder in sorted(
+        p for p in corpus_path().iterdir() if p.is_dir() and p.name != "claude-code"
+    ):
         for f in sorted(folder.rglob("*")):
             if f.is_file() and f.suffix in (".json", ".jsonl", ".traj"):
                 with f.open("rb") as fh:

@@ -90,7 +90,9 @@ def otel_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "otel"
 
     def imported(path: Path) -> None:
-        import_paths(sorted(fixtures.iterdir()), path, progress=False)
+        import_paths(
+            [fixtures / "otlp_spans.json", fixtures / "flat_spans.jsonl"], path, progress=False
+        )
 
     from ctxreplay.runs import slug
 

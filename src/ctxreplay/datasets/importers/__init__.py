@@ -3,7 +3,9 @@
 Detection asks every registered importer how confident it is (``sniff``, from the file's first
 records: keys and shapes, not text). The most confident wins; when the two best are close, the
 file could be read either way and detection refuses to guess (``AmbiguousFormat``, naming the
-candidates and ``--format``).
+candidates and ``--format``). A format whose files are also files of a more general one (a Cline
+task's API history is an Anthropic message array) says so in ``Importer.refines``: where it is
+sure of a file (``SURE_SCORE``), the general formats step back to ``CEDED_SCORE``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from .base import SNIFF_BYTES, Importer, Record, importers
 MIN_SCORE = 0.3
 #: two formats closer than this (both above ``MIN_SCORE``) are ambiguous
 AMBIGUITY_MARGIN = 0.15
+#: how sure a format must be of a file for the formats it ``refines`` to step back
+SURE_SCORE = 0.9
+#: the most a refined format scores where its refinement is sure
+CEDED_SCORE = 0.6
 
 
 class AmbiguousFormat(CtxreplayError):
@@ -47,6 +53,13 @@ def scores(path: Path) -> list[tuple[str, float]]:
             score = 0.0
         if score > 0:
             found.append((name, score))
+    ceded = {
+        general
+        for name, score in found
+        if score >= SURE_SCORE
+        for general in importers.get(name).refines
+    }
+    found = [(name, min(score, CEDED_SCORE) if name in ceded else score) for name, score in found]
     return sorted(found, key=lambda item: (-item[1], item[0]))
 
 

@@ -114,6 +114,9 @@ class Importer:
     name: ClassVar[str] = ""
     #: file endings this format uses (for detection; content decides, the ending only helps)
     suffixes: ClassVar[tuple[str, ...]] = (".json", ".jsonl")
+    #: more general formats whose files this one's may also be: where this importer is sure of
+    #: a file, they step back (``importers.scores``)
+    refines: ClassVar[tuple[str, ...]] = ()
 
     #: set by the caller; a larger message rejects its session (``oversize_message``)
     max_message_bytes: int = MAX_MESSAGE_BYTES

@@ -62,7 +62,9 @@ def persisted_outputs(path: Path, messages: list[Message]) -> dict[str, dict[str
             local = _locate(path, recorded)
             entry: dict[str, Any] = {"recorded_path": recorded, "file": None}
             if local is not None:
-                entry.update(file=str(local.resolve()), bytes=local.stat().st_size, sha256=file_sha256(local))
+                entry.update(
+                    file=str(local.resolve()), bytes=local.stat().st_size, sha256=file_sha256(local)
+                )
             out[p.id] = entry
     return out
 

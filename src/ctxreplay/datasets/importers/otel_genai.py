@@ -2,33 +2,92 @@
 
 Input is JSON or JSONL of OTLP JSON (``resourceSpans[].scopeSpans[].spans[]``,
 ``resourceLogs[].scopeLogs[].logRecords[]``, attributes as ``[{key, value{stringValue|intValue|
-doubleValue|boolValue|arrayValue|kvlistValue}}]``) or of flattened span dicts (``attributes`` a
-plain object, as the SDK's console exporter and most vendors write them), alone, in a list, or
-under ``spans``. A model call carries ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON
-text or arrays of ``{role, parts[{type: text|tool_call|tool_call_response|reasoning|blob|uri|file}],
-finish_reason}``) and optionally ``gen_ai.system_instructions`` (a list of parts or a string), on
-the span, on one of its events, or on a log record. Spans without these are skipped and counted
-(``no_model_call``; records holding only such spans are listed in ``ignored_records``); a
-messages attribute that is not valid JSON, or a span holding bytes that are not UTF-8, rejects
-that span (the reject names the JSON path; ``raw`` is the record holding it) and flags the rest of
-its conversation ``conversation_incomplete``. When a rebuilt conversation fails validation, every
-call that contributed to it is rejected with it. Each span is one record of the import's
-accounting: a session (the call a session was built from), a reject, or a skip (``in_session``
-for the other calls of a conversation, whose messages the session holds).
+doubleValue|boolValue|arrayValue|kvlistValue}}]``) or of flattened span / log-record dicts
+(``attributes`` a plain object, as the SDKs' console exporters and most vendors write them),
+alone, in a list, or under ``spans``.
+
+What carries a model call (the conventions as of open-telemetry/semantic-conventions-genai
+``model/gen-ai/spans.yaml``, ``events.yaml``, ``registry.yaml`` and the JSON schemas
+``gen-ai-input-messages.json``, ``gen-ai-output-messages.json``,
+``gen-ai-system-instructions.json``; earlier open-telemetry/semantic-conventions
+``docs/gen-ai/gen-ai-events.md``):
+
+* the opt-in attributes ``gen_ai.input.messages`` / ``gen_ai.output.messages`` /
+  ``gen_ai.system_instructions`` (and ``gen_ai.tool.definitions``), structured values (arrays of
+  ``{role, parts[], name?, finish_reason?}``, ``kvlistValue``/``arrayValue`` in OTLP) or JSON
+  text (the conventions allow text on spans), on the inference span itself;
+* the ``gen_ai.client.inference.operation.details`` event, which carries the same attributes
+  with usage, model and conversation id: as a log record (OTLP ``resourceLogs``, its name in
+  ``eventName``, ``event_name`` or the ``event.name`` attribute), as one of a span's ``events[]``
+  (the span's own attributes win where both have a key), or flattened;
+* the per-message events of v1.36 and earlier (``gen_ai.system.message``,
+  ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message``, any
+  ``gen_ai.<role>.message``, and ``gen_ai.choice``), whose body is ``{content, role?,
+  tool_calls[{id, function{name, arguments}}]?, id?}`` (a choice: ``{index, finish_reason,
+  message}``): as log records (body in ``body``) or span events (body in the event's attributes,
+  or the JSON of ``gen_ai.event.content``, as Azure AI SDKs write it). Events of one span (its
+  ``spanId``) make one call: the message events its input in order, the choices its output; log
+  records with no span id make one call per run of message events and the choices after them.
+  A span of the same file with that span id and no messages gives the call its usage, model and
+  times. Where a span has both, the current attributes win over per-message events.
+
+Message parts (``gen-ai-input-messages.json``): ``text``, ``tool_call`` (``id``, ``name``,
+``arguments`` object or text), ``tool_call_response`` (``id``, ``response``; ``result`` in older
+examples), ``reasoning``, ``blob`` (``content``, ``mime_type``, ``modality``), ``uri``, ``file``
+(``file_id``), ``server_tool_call`` / ``server_tool_call_response`` (a provider-run tool: a tool
+call and its result, as the Anthropic importer maps ``server_tool_use``; without an ``id`` they
+cannot pair and are kept as unknown parts), ``compaction`` (below); any other type
+(``GenericPart``) is kept whole as an unknown part (flagged ``unknown_part_type``), never dropped.
+
+Compactions. The conventions define ``gen_ai.conversation.compacted`` as a boolean attribute of
+the inference span, not an event ("whether the effective conversation context used for this
+operation is a compacted view of a prior conversation"; semantic-conventions-genai PR #162), and
+a ``compaction`` message part (``{type, id?, content?}``: the compacted state a provider returns,
+or passes back on later requests; ``content`` the unencrypted summary when there is one). There
+is no ``gen_ai.conversation.compacted`` event, and none is read. A call whose input holds a
+``compaction`` part, or that carries ``gen_ai.conversation.compacted: true``, is compacted; when
+its history does not continue the conversation's earlier calls (the context was replaced), the
+earlier calls' messages stay in the session, in order, and the compacted call's messages follow,
+less the messages both histories start with (the system prompt): like a Claude Code compaction.
+The message holding a ``compaction`` part is flagged ``compaction_summary`` (its text is the
+part's ``content``; an opaque part without content is kept as an unknown part); when the new
+context holds none, its first message is flagged (the summary a framework wrote, or for a
+sliding window the oldest message kept): cases start their prefix there and
+``--trigger compactions`` cuts before it. A ``compaction`` part in a history that continues the
+earlier one (Anthropic's compaction block, which the client sends back with the full history)
+is flagged the same way; the same part sent back again is flagged once. A compacted call whose
+history continues the earlier one and holds no compaction part (the provider compacted what it
+was sent) is recorded without a summary. Session metadata ``compactions`` lists them as
+``{kind: compaction_part|context_replaced|provider_side, trigger: None, pre_tokens (the input
+tokens of the latest call before it), timestamp, summary_seq_index}``.
 
 Sessions. ``gen_ai.conversation.id`` is the session key (also OpenInference ``session.id`` and
-Langfuse ``session_id`` / ``langfuse.session.id``; a span without one takes the id of another span
-of its trace, else its trace id stands for the conversation). Every call repeats the history, so
-calls are ordered by start time and the session is the history of the call with the longest
-history (the latest among equals) followed by its output messages. Each other call's input and
-output must be a prefix of that. Calls that share an id but disagree (a different earlier turn, a
-regenerated answer) are never merged away: each consistent history becomes its own session (keys
-``conversation:<id>``, then ``conversation:<id>#2``...), all flagged ``conversation_split`` with
-``metadata.split`` saying which part of how many. Each call's usage
-(``gen_ai.usage.input_tokens``, ``output_tokens``, ``cache_read.input_tokens``) and end time go
-onto the output message it produced; a start or end time that is not a usable time (NaN,
-infinite, beyond the year 9999) is dropped and flags that message ``timestamp_invalid``; a usage
-count that is not an integer flags it ``usage_out_of_range``.
+Langfuse ``session_id`` / ``langfuse.session.id``; a call without one takes the id of another
+span of its trace, else its trace id stands for the conversation). Every call repeats the
+history, so calls are ordered by start time and the session is the history of the call with the
+longest history (the latest among equals) followed by its output messages. Each other call's
+input and output must be a prefix of that. Calls that share an id but disagree (a different
+earlier turn, a regenerated answer) and are not compacted are never merged away: each
+consistent history becomes its own session (keys ``conversation:<id>``, then
+``conversation:<id>#2``...), all flagged ``conversation_split`` with ``metadata.split`` saying
+which part of how many. Each call's usage (``gen_ai.usage.input_tokens``, ``output_tokens``,
+``cache_read.input_tokens``) and end time go onto the output message it produced; a start or end
+time that is not a usable time (NaN, infinite, beyond the year 9999) is dropped and flags that
+message ``timestamp_invalid``; a usage count that is not an integer flags it
+``usage_out_of_range``. Metadata: ``calls``, ``records``, ``traces``, ``models``,
+``providers`` (``gen_ai.provider.name``, older ``gen_ai.system``), ``tools`` (names from
+``gen_ai.tool.definitions``), ``compactions``.
+
+Accounting: each span and each log record is one record (a JSONL line or a document holding
+several stands for them all): a session (the call a session was built from), a reject, or a skip
+(``in_session`` for the other calls of a conversation, whose messages the session holds;
+``in_call`` for the other per-message events of a call; ``no_model_call`` for spans and log
+records without messages, listed by record in ``ignored_records``; ``no_spans``). A messages
+attribute that is not valid JSON, an event body that is not a message, or a span holding bytes
+that are not UTF-8, rejects that span or log record (the reject names the JSON path; ``raw`` is
+the record holding it) and flags the rest of its conversation ``conversation_incomplete``. When a
+rebuilt conversation fails validation, every span and log record that contributed to it is
+rejected with it.
 
 Grouping is per file, over all its records. The session key is the conversation id alone, without
 the file's digest, so one conversation id maps to one session id wherever it is read; when the same
@@ -42,62 +101,103 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..messages import Message, Part, Session, Usage, as_dict, dumps_arguments
+from ..messages import ROLES, Message, Part, Session, Usage, as_dict, dumps_arguments
 from ..rejects import RecordError, Reject, inspect_value
-from ..validate import FLAG_TIMESTAMP_INVALID, FLAG_USAGE_OUT_OF_RANGE
+from ..validate import FLAG_COMPACTION_SUMMARY, FLAG_TIMESTAMP_INVALID, FLAG_USAGE_OUT_OF_RANGE
 from .base import (
     Importer,
     InvalidTime,
     Record,
-    exception_reason,
+    content_parts,
     expect,
     importers,
     iso_of_nanos,
     nanos_of,
     unknown_part,
 )
+from .calls import (
+    Call,
+    Chain,
+    Rejects,
+    build_session,
+    call_metadata,
+    chain_messages,
+    chains,
+    common,
+    group_key,
+    is_prefix,
+    numbered,
+    rejected_calls,
+    same,
+)
 from .openai_chat import file_digest
 from .sniffing import capped, sample_of
-
-FLAG_CONVERSATION_SPLIT = "conversation_split"
-FLAG_CONVERSATION_INCOMPLETE = "conversation_incomplete"
 
 INPUT = "gen_ai.input.messages"
 OUTPUT = "gen_ai.output.messages"
 SYSTEM = "gen_ai.system_instructions"
+TOOLS = "gen_ai.tool.definitions"
+COMPACTED = "gen_ai.conversation.compacted"
+MESSAGE_KEYS = (INPUT, OUTPUT, SYSTEM)
 SESSION_KEYS = ("gen_ai.conversation.id", "session.id", "session_id", "langfuse.session.id")
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+CHOICE_EVENT = "gen_ai.choice"
+#: the per-message events of v1.36 and earlier: ``gen_ai.<role>.message``
+MESSAGE_EVENTS = {f"gen_ai.{role}.message": role for role in ROLES}
+LEGACY_EVENTS = frozenset({*MESSAGE_EVENTS, CHOICE_EVENT})
+GENAI_EVENTS = frozenset({*LEGACY_EVENTS, DETAILS_EVENT})
 _USAGE = {
     "prompt": ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
     "cached": ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"),
     "completion": ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
 }
-
-
-@dataclass
-class Call:
-    """One model call: what it was sent, what it returned, and where it sits in the file."""
-
-    record: Record
-    where: str
-    order: tuple[Any, ...]
-    conversation: str | None
-    trace: str | None
-    history: list[Message]
-    output: list[Message]
-    usage: Usage | None = None
-    ended: str | None = None
-    model: str | None = None
-    #: flags for the message this call's output starts (a bad time or usage count)
-    flags: tuple[str, ...] = ()
+_PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system")
+_MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model")
+#: attribute prefixes of OpenInference spans (Phoenix): another format, even on OTLP
+_OPENINFERENCE = ("openinference.", "llm.input_messages", "llm.output_messages")
+#: body fields of a per-message event, when a span event spreads them over its attributes
+_BODY_FIELDS = ("role", "content", "tool_calls", "id", "index", "finish_reason", "message")
 
 
 @dataclass
 class _Attributes:
     values: dict[str, Any] = field(default_factory=dict)
     paths: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Facts:
+    """What a span without messages says about the call its per-message events describe."""
+
+    usage: Usage | None
+    model: str | None
+    provider: str | None
+    conversation: str | None
+    start: int | None
+    ended: str | None
+    flags: tuple[str, ...]
+
+
+@dataclass
+class _Event:
+    """One per-message event (v1.36 and earlier) read from a log record."""
+
+    record: Record
+    where: str
+    position: int
+    message: Message
+    #: the choice index of a ``gen_ai.choice`` event; None for an input message
+    choice: int | None
+    nanos: int | None
+    trace: str | None
+    span_id: str | None
+    conversation: str | None
+    model: str | None
+    provider: str | None
 
 
 # --- OTLP JSON values ---------------------------------------------------------------------
@@ -166,6 +266,16 @@ def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
+def _maybe_json(value: Any) -> Any:
+    """JSON text of an object or array decoded; anything else as it is."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 # --- GenAI messages -----------------------------------------------------------------------
 
 
@@ -189,9 +299,24 @@ def genai_part(raw: Any, where: str) -> Part:
         return Part("tool_call", id=call_id, name=name, arguments=text)
     if kind == "tool_call_response":
         call_id = expect(raw.get("id"), str, f"{where}.id", "tool call id")
-        return Part.response(call_id, _text(raw.get("response", "")))
+        body = raw["response"] if "response" in raw else raw.get("result", "")
+        return Part.response(call_id, _text(body))
     if kind == "reasoning":
         return Part("reasoning", content=_text(raw.get("content", "")))
+    if kind == "compaction":  # the compacted state: its summary, when the provider gives it
+        content = raw.get("content")
+        return Part.text(content) if isinstance(content, str) and content else unknown_part(raw)
+    if kind == "server_tool_call":
+        call_id, name = raw.get("id"), raw.get("name")
+        details = raw.get("server_tool_call")
+        if isinstance(call_id, str) and call_id and isinstance(name, str):
+            return Part.call(call_id, name, details if isinstance(details, dict) else {})
+        return unknown_part(raw)
+    if kind == "server_tool_call_response":
+        call_id = raw.get("id")
+        if isinstance(call_id, str) and call_id:
+            return Part.response(call_id, _text(raw.get("server_tool_call_response", "")))
+        return unknown_part(raw)
     if kind in ("blob", "uri", "file"):
         mime, modality = raw.get("mime_type"), raw.get("modality")
         common = {
@@ -209,7 +334,8 @@ def genai_part(raw: Any, where: str) -> Part:
 
 
 def genai_messages(value: Any, where: str) -> list[Message]:
-    """``gen_ai.input.messages`` / ``output.messages``: JSON text or an array of messages."""
+    """``gen_ai.input.messages`` / ``output.messages``: JSON text or an array of messages. A
+    message holding a ``compaction`` part is flagged ``compaction_summary``."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -221,15 +347,21 @@ def genai_messages(value: Any, where: str) -> list[Message]:
         at = f"{where}[{i}]"
         expect(raw, dict, at, "message")
         role = expect(raw.get("role"), str, f"{at}.role", "role")
+        compaction = False
         if "parts" in raw:
             items = expect(raw["parts"], list, f"{at}.parts", "parts")
             parts = [genai_part(p, f"{at}.parts[{j}]") for j, p in enumerate(items)]
+            compaction = any(isinstance(p, dict) and p.get("type") == "compaction" for p in items)
         else:  # older instrumentations: plain ``content``
             parts = [Part.text(_text(raw["content"]))] if raw.get("content") is not None else []
         name = raw.get("name")
         out.append(
             Message(
-                role, tuple(parts), name=name if isinstance(name, str) else None, source_path=at
+                role,
+                tuple(parts),
+                name=name if isinstance(name, str) else None,
+                source_path=at,
+                flags=(FLAG_COMPACTION_SUMMARY,) if compaction else (),
             )
         )
     return out
@@ -251,8 +383,114 @@ def system_messages(value: Any, where: str) -> list[Message]:
     return [Message("system", tuple(parts), source_path=where)] if parts else []
 
 
-def _same(a: Message, b: Message) -> bool:
-    return a.role == b.role and a.parts == b.parts and a.name == b.name
+def tool_names(value: Any) -> tuple[str, ...]:
+    """The names in ``gen_ai.tool.definitions`` (a list of ``{type, name, ...}``, or its JSON);
+    definitions that cannot be read give none (they are not messages: nothing is rejected)."""
+    value = _maybe_json(value)
+    if not isinstance(value, list):
+        return ()
+    names = []
+    for d in value:
+        if isinstance(d, dict):
+            name = _first(d.get("name"), as_dict(d.get("function")).get("name"))
+            if isinstance(name, str) and name:
+                names.append(name)
+    return tuple(names)
+
+
+# --- per-message events (v1.36 and earlier) ---------------------------------------------------
+
+
+def _event_body(attrs: dict[str, Any], body: Any, where: str) -> dict[str, Any]:
+    """The body of a per-message event: the log record's ``body``, else the JSON of a span
+    event's ``gen_ai.event.content``, else the body fields spread over its attributes."""
+    body = _maybe_json(any_value(body, f"{where}.body"))
+    if body is None:
+        content = _maybe_json(attrs.get("gen_ai.event.content"))
+        if isinstance(content, dict):
+            return content
+        body = {k: attrs[k] for k in _BODY_FIELDS if k in attrs}
+        if content is not None:
+            body.setdefault("content", content)
+        return body
+    if isinstance(body, str):
+        return {"content": body}
+    return expect(body, dict, f"{where}.body", "event body")
+
+
+def _event_content(content: Any, where: str) -> list[Part]:
+    """The ``content`` of a per-message event: text, OpenAI-style content parts, or an object
+    (kept whole as an unknown part)."""
+    if isinstance(content, dict):
+        return [unknown_part(content)]
+    return content_parts(content, where)
+
+
+def _tool_calls(raw: Any, where: str) -> list[Part]:
+    """``tool_calls`` of an assistant message / choice: ``[{id, type, function{name,
+    arguments}}]`` (arguments left out when content capture is off)."""
+    if raw is None:
+        return []
+    expect(raw, list, where, "tool_calls")
+    out = []
+    for i, call in enumerate(raw):
+        at = f"{where}[{i}]"
+        expect(call, dict, at, "tool call")
+        function = expect(call.get("function", {}), dict, f"{at}.function", "function")
+        call_id = expect(call.get("id"), str, f"{at}.id", "tool call id")
+        name = expect(function.get("name"), str, f"{at}.function.name", "tool name")
+        args = function.get("arguments")
+        text = None if args is None else args if isinstance(args, str) else dumps_arguments(args)
+        out.append(Part("tool_call", id=call_id, name=name, arguments=text))
+    return out
+
+
+def event_message(name: str, body: dict[str, Any], where: str) -> tuple[Message, int | None]:
+    """A per-message event as a message, and its choice index (None for an input message)."""
+    choice: int | None = None
+    role = MESSAGE_EVENTS.get(name, "assistant")
+    if name == CHOICE_EVENT:
+        index = body.get("index", 0)
+        choice = index if isinstance(index, int) and not isinstance(index, bool) else 0
+        body = expect(
+            _maybe_json(body.get("message", {})) or {}, dict, f"{where}.message", "message"
+        )
+        where = f"{where}.message"
+    recorded = body.get("role")
+    if isinstance(recorded, str) and recorded in ROLES:
+        role = recorded
+    if role == "tool" or (name == "gen_ai.tool.message"):
+        call_id = expect(body.get("id"), str, f"{where}.id", "tool call id")
+        content = body.get("content")
+        text = "\n".join(p.content or "" for p in _event_content(content, f"{where}.content"))
+        return Message(role, (Part.response(call_id, text),), source_path=where), choice
+    parts = _event_content(body.get("content"), f"{where}.content")
+    parts += _tool_calls(body.get("tool_calls"), f"{where}.tool_calls")
+    return Message(role, tuple(parts), source_path=where), choice
+
+
+def span_event_messages(item: dict[str, Any], where: str) -> tuple[list[Message], list[Message]]:
+    """Input and output messages of the per-message span events of a span."""
+    inputs: list[Message] = []
+    choices: list[tuple[int, int, Message]] = []
+    events = item.get("events")
+    for i, event in enumerate(events if isinstance(events, list) else []):
+        if not isinstance(event, dict) or event.get("name") not in LEGACY_EVENTS:
+            continue
+        at = f"{where}.events[{i}]"
+        attrs = attributes(event.get("attributes"), f"{at}.attributes").values
+        body = _event_body(attrs, event.get("body"), at)
+        message, choice = event_message(event["name"], body, f"{at}.attributes")
+        if choice is None:
+            inputs.append(message)
+        else:
+            choices.append((choice, i, message))
+    return inputs, [m for _, _, m in sorted(choices, key=lambda c: (c[0], c[1]))]
+
+
+def _event_name(item: dict[str, Any], attrs: dict[str, Any]) -> str | None:
+    name = _first(item.get("eventName"), item.get("event_name"), attrs.get("event.name"))
+    return name if isinstance(name, str) else None
 
 
 # --- finding calls in records -------------------------------------------------------------
@@ -290,7 +528,8 @@ def _items(value: Any, where: str) -> Iterator[tuple[dict[str, Any], str, _Attri
                         )
     if isinstance(value.get("spans"), list):
         yield from _items(value["spans"], f"{where}.spans")
-    if "attributes" in value:
+    flat_log = "body" in value and ("eventName" in value or "event_name" in value)
+    if "attributes" in value or flat_log:
         resource = value.get("resource")
         raw = resource.get("attributes") if isinstance(resource, dict) else None
         yield value, where, attributes(raw, f"{where}.resource.attributes")
@@ -300,6 +539,12 @@ def _trace_id(item: dict[str, Any]) -> str | None:
     context = as_dict(item.get("context"))
     tid = _first(item.get("traceId"), item.get("trace_id"), context.get("trace_id"))
     return str(tid) if isinstance(tid, str | int) and tid != "" else None
+
+
+def _span_id(item: dict[str, Any]) -> str | None:
+    context = as_dict(item.get("context"))
+    sid = _first(item.get("spanId"), item.get("span_id"), context.get("span_id"))
+    return str(sid) if isinstance(sid, str | int) and sid != "" else None
 
 
 def _conversation(attrs: dict[str, Any], item: dict[str, Any], res: dict[str, Any]) -> str | None:
@@ -327,33 +572,42 @@ def _usage(attrs: dict[str, Any]) -> tuple[Usage | None, bool]:
     return Usage(found["prompt"], found["cached"], found["completion"]), bad
 
 
-def call_of(
-    record: Record,
-    item: dict[str, Any],
-    where: str,
-    span: _Attributes,
-    res: _Attributes,
-    position: int,
-) -> Call | None:
-    """The model call a span, event or log record describes, or None when it has no messages."""
+def _text_value(attrs: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    value = _first(*(attrs.get(k) for k in keys))
+    return value if isinstance(value, str) and value else None
+
+
+def _is_true(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def _sources(item: dict[str, Any], where: str, span: _Attributes) -> list[_Attributes]:
+    """Where a call's attributes may be: the span (or log record), its events, a log body."""
     sources = [span]
     events = item.get("events")
     if isinstance(events, list):
         for i, event in enumerate(events):
             if isinstance(event, dict) and "attributes" in event:
                 sources.append(attributes(event["attributes"], f"{where}.events[{i}].attributes"))
-    found: dict[str, tuple[Any, str]] = {}
+    body = item.get("body")
+    if isinstance(body, dict) and ("kvlistValue" in body or any(k in body for k in MESSAGE_KEYS)):
+        value = any_value(body, f"{where}.body")
+        if isinstance(value, dict):
+            sources.append(_Attributes(value, {k: f"{where}.body" for k in value}))
+    return sources
+
+
+def _merged(sources: list[_Attributes]) -> dict[str, Any]:
+    """The attributes of all sources, the span's first (an event's fill in what it lacks)."""
+    out: dict[str, Any] = {}
     for source in sources:
-        for key in (INPUT, OUTPUT, SYSTEM):
-            if key in source.values and key not in found:
-                found[key] = (source.values[key], source.paths[key])
-    if INPUT not in found and OUTPUT not in found:
-        return None
-    inputs = genai_messages(*found[INPUT]) if INPUT in found else []
-    outputs = genai_messages(*found[OUTPUT]) if OUTPUT in found else []
-    system = system_messages(*found[SYSTEM]) if SYSTEM in found else []
-    if system and inputs and inputs[0].role == "system":
-        system = []
+        for key, value in source.values.items():
+            out.setdefault(key, value)
+    return out
+
+
+def _times(item: dict[str, Any]) -> tuple[int | None, str | None, list[str]]:
+    """A span's (or log record's) start in nanoseconds, end as text, and flags for bad times."""
     flags: list[str] = []
     try:
         start = _nanos(
@@ -378,44 +632,141 @@ def call_of(
         ended = recorded_end if text else None
         if FLAG_TIMESTAMP_INVALID not in flags:
             flags.append(FLAG_TIMESTAMP_INVALID)
-    usage, bad_usage = _usage(span.values)
-    if bad_usage:
+    return start, ended, flags
+
+
+def _facts(item: dict[str, Any], merged: dict[str, Any], conversation: str | None) -> _Facts:
+    start, ended, flags = _times(item)
+    usage, bad = _usage(merged)
+    if bad:
         flags.append(FLAG_USAGE_OUT_OF_RANGE)
-    model = _first(
-        span.values.get("gen_ai.response.model"), span.values.get("gen_ai.request.model")
-    )
-    return Call(
-        record=record,
-        where=where,
-        order=(start is None, start or 0, record.index, position),
-        conversation=_conversation(span.values, item, res.values),
-        trace=_trace_id(item),
-        history=[*system, *inputs],
-        output=outputs,
+    return _Facts(
         usage=usage,
+        model=_text_value(merged, _MODEL_KEYS),
+        provider=_text_value(merged, _PROVIDER_KEYS),
+        conversation=conversation,
+        start=start,
         ended=ended,
-        model=model if isinstance(model, str) else None,
         flags=tuple(flags),
     )
 
 
-def _is_prefix(messages: list[Message], of: list[Message]) -> bool:
-    return len(messages) <= len(of) and all(_same(a, b) for a, b in zip(messages, of, strict=False))
+def call_of(
+    record: Record,
+    item: dict[str, Any],
+    where: str,
+    sources: list[_Attributes],
+    merged: dict[str, Any],
+    res: _Attributes,
+    position: int,
+) -> Call | None:
+    """The model call a span, event or log record describes, or None when it has no messages."""
+    found: dict[str, tuple[Any, str]] = {}
+    for source in sources:
+        for key in MESSAGE_KEYS:
+            if key in source.values and key not in found:
+                found[key] = (source.values[key], source.paths[key])
+    if INPUT in found or OUTPUT in found:
+        inputs = genai_messages(*found[INPUT]) if INPUT in found else []
+        outputs = genai_messages(*found[OUTPUT]) if OUTPUT in found else []
+    else:
+        inputs, outputs = span_event_messages(item, where)
+        if not inputs and not outputs:
+            return None
+    system = system_messages(*found[SYSTEM]) if SYSTEM in found else []
+    if system and inputs and inputs[0].role == "system":
+        system = []
+    conversation = _conversation(merged, item, res.values)
+    facts = _facts(item, merged, conversation)
+    return Call(
+        record=record,
+        where=where,
+        order=(facts.start is None, facts.start or 0, record.index, position),
+        conversation=conversation,
+        trace=_trace_id(item),
+        history=[*system, *inputs],
+        output=outputs,
+        usage=facts.usage,
+        ended=facts.ended,
+        model=facts.model,
+        flags=facts.flags,
+        compacted=_is_true(merged.get(COMPACTED)),
+        started=iso_of_nanos(facts.start) if facts.start is not None else None,
+        provider=facts.provider,
+        tools=tool_names(merged.get(TOOLS)),
+    )
 
 
-def chains(group: list[Call]) -> list[tuple[Call, list[Call]]]:
-    """The consistent histories among calls that share a conversation: each is the call with
-    the longest history (the latest among equals) and the calls whose messages are a prefix of
-    its messages; the first chain holds the longest call of all."""
-    remaining = sorted(group, key=lambda c: c.order)
-    out: list[tuple[Call, list[Call]]] = []
-    while remaining:
-        final = max(remaining, key=lambda c: (len(c.history), c.order))
-        full = [*final.history, *final.output]
-        members = [c for c in remaining if _is_prefix([*c.history, *c.output], full)]
-        out.append((final, members))
-        taken = {id(c) for c in members}
-        remaining = [c for c in remaining if id(c) not in taken]
+def legacy_calls(events: list[_Event], spans: dict[tuple[Any, str], _Facts]) -> list[Call]:
+    """The calls per-message log records describe: those of one span id together (else each
+    run of message events and the choices after it), with what their span says."""
+    groups: dict[Any, list[_Event]] = {}
+    run, after_choice = 0, False
+    for ev in events:
+        if ev.span_id is not None:
+            key: Any = ("span", ev.trace, ev.span_id)
+        else:
+            if ev.choice is None and after_choice:
+                run += 1
+            after_choice = ev.choice is not None
+            key = ("run", run)
+        groups.setdefault(key, []).append(ev)
+    out: list[Call] = []
+    for group in groups.values():
+        first = group[0]
+        facts = spans.get((first.trace, first.span_id)) if first.span_id is not None else None
+        choices = sorted((e for e in group if e.choice is not None), key=lambda e: e.choice or 0)
+        times = [e.nanos for e in group if e.nanos is not None]
+        start = facts.start if facts is not None and facts.start is not None else None
+        start = start if start is not None else min(times, default=None)
+        ends = [e.nanos for e in choices if e.nanos is not None]
+        ended = facts.ended if facts is not None else None
+        if ended is None and (ends or times):
+            ended = iso_of_nanos(max(ends or times))
+        out.append(
+            Call(
+                record=first.record,
+                where=first.where,
+                order=(start is None, start or 0, first.record.index, first.position),
+                conversation=_first(
+                    *(e.conversation for e in group), facts.conversation if facts else None
+                ),
+                trace=first.trace,
+                history=[e.message for e in group if e.choice is None],
+                output=[e.message for e in choices],
+                usage=facts.usage if facts else None,
+                ended=ended,
+                model=_first(facts.model if facts else None, *(e.model for e in group)),
+                flags=facts.flags if facts else (),
+                extra=tuple((e.record, e.where) for e in group[1:]),
+                started=iso_of_nanos(start) if start is not None else None,
+                provider=_first(facts.provider if facts else None, *(e.provider for e in group)),
+            )
+        )
+    return out
+
+
+def _replaced_context(c: Call) -> bool:
+    """Compacted: marked so, or its input holds a compaction part."""
+    return c.compacted or any(FLAG_COMPACTION_SUMMARY in m.flags for m in c.history)
+
+
+def epochs(group: list[Call]) -> list[list[Call]]:
+    """The calls of a conversation cut where a compacted call's history does not continue the
+    calls before it (the context was replaced): one list per context, in time order."""
+    ordered = sorted(group, key=lambda c: c.order)
+    out: list[list[Call]] = [[]]
+    longest: list[Message] = []
+    for c in ordered:
+        full = c.full
+        continues = is_prefix(full, longest) or is_prefix(longest, full)
+        if out[-1] and _replaced_context(c) and not continues:
+            out.append([c])
+            longest = full
+            continue
+        out[-1].append(c)
+        if continues and len(full) > len(longest):
+            longest = full
     return out
 
 
@@ -430,48 +781,85 @@ def _attribute_keys(raw: Any) -> set[str]:
     return set()
 
 
-def _span_keys(value: Any, depth: int = 0) -> tuple[set[str], bool, bool]:
-    """Attribute keys of the span-like objects in a record, whether it has OTLP containers, and
-    whether it has flattened spans (objects with ``attributes`` and span identity fields)."""
-    keys: set[str] = set()
-    otlp = flat = False
+def _attribute_value(raw: Any, key: str) -> Any:
+    if isinstance(raw, dict):
+        return raw.get(key)
+    if isinstance(raw, list):
+        for kv in raw:
+            if isinstance(kv, dict) and kv.get("key") == key:
+                value = kv.get("value")
+                return value.get("stringValue") if isinstance(value, dict) else value
+    return None
+
+
+@dataclass
+class _Shape:
+    keys: set[str] = field(default_factory=set)
+    events: set[str] = field(default_factory=set)
+    otlp: bool = False
+    flat: bool = False
+    openinference: bool = False
+
+    def add(self, other: _Shape) -> None:
+        self.keys |= other.keys
+        self.events |= other.events
+        self.otlp = self.otlp or other.otlp
+        self.flat = self.flat or other.flat
+        self.openinference = self.openinference or other.openinference
+
+
+def _span_shape(value: Any, depth: int = 0) -> _Shape:
+    """Attribute keys and GenAI event names of the span-like objects in a record, whether it has
+    OTLP containers, flattened spans (objects with ``attributes`` and span identity fields), or
+    OpenInference spans (``openinference.*`` / ``llm.input_messages*`` attributes, nested
+    ``openinference`` attributes, a ``span_kind`` field)."""
+    shape = _Shape()
     if depth > 8:
-        return keys, otlp, flat
+        return shape
     if isinstance(value, list):
         for v in value[:32]:
-            k, o, f = _span_keys(v, depth + 1)
-            keys |= k
-            otlp, flat = otlp or o, flat or f
-        return keys, otlp, flat
+            shape.add(_span_shape(v, depth + 1))
+        return shape
     if not isinstance(value, dict):
-        return keys, otlp, flat
+        return shape
     for outer, scopes, inner in (
         ("resourceSpans", ("scopeSpans", "instrumentationLibrarySpans"), "spans"),
         ("resourceLogs", ("scopeLogs", "instrumentationLibraryLogs"), "logRecords"),
     ):
         if isinstance(value.get(outer), list):
-            otlp = True
+            shape.otlp = True
             for rs in value[outer][:8]:
                 if not isinstance(rs, dict):
                     continue
                 for scope_key in scopes:
                     for ss in rs.get(scope_key) or []:
                         if isinstance(ss, dict) and isinstance(ss.get(inner), list):
-                            k, _, _ = _span_keys(ss[inner], depth + 1)
-                            keys |= k
+                            found = _span_shape(ss[inner], depth + 1)
+                            found.flat = False
+                            shape.add(found)
     if isinstance(value.get("spans"), list):
-        k, o, f = _span_keys(value["spans"], depth + 1)
-        keys |= k
-        otlp, flat = otlp or o, flat or f
-    if "attributes" in value:
-        keys |= _attribute_keys(value["attributes"])
+        shape.add(_span_shape(value["spans"], depth + 1))
+    name = _first(value.get("eventName"), value.get("event_name"))
+    name = name if name is not None else _attribute_value(value.get("attributes"), "event.name")
+    if isinstance(name, str) and name in GENAI_EVENTS:
+        shape.events.add(name)
+    if "attributes" in value or (name in GENAI_EVENTS and "body" in value):
+        keys = _attribute_keys(value.get("attributes"))
+        shape.keys |= keys
         for event in value.get("events") or []:
             if isinstance(event, dict):
-                keys |= _attribute_keys(event.get("attributes"))
+                shape.keys |= _attribute_keys(event.get("attributes"))
+                if event.get("name") in GENAI_EVENTS:
+                    shape.events.add(event["name"])
+        shape.openinference = (
+            shape.openinference
+            or "span_kind" in value
+            or any(k == "openinference" or k.startswith(_OPENINFERENCE) for k in keys)
+        )
         span_fields = ("traceId", "spanId", "trace_id", "span_id", "context", "start_time",
                        "startTimeUnixNano", "timeUnixNano", "name", "parent_id")  # fmt: skip
-        flat = flat or any(f in value for f in span_fields)
-    return keys, otlp, flat
+        shape.flat = shape.flat or any(f in value for f in span_fields)
+    return shape
 
 
 def _otel_score(record: Any) -> float:
@@ -479,14 +867,17 @@ def _otel_score(record: Any) -> float:
 
 
 def _shape_score(record: Any) -> float:
-    keys, otlp, flat = _span_keys(record)
-    if keys & {INPUT, OUTPUT}:
+    shape = _span_shape(record)
+    messages = bool(shape.keys & {INPUT, OUTPUT}) or bool(shape.events)
+    if messages:
         return 0.95
-    if any(k.startswith("gen_ai.") for k in keys):
+    if shape.openinference:  # OpenInference spans without GenAI messages: not this format
+        return 0.0
+    if any(k.startswith("gen_ai.") for k in shape.keys):
         return 0.8
-    if otlp:
+    if shape.otlp:
         return 0.6
-    if flat:
+    if shape.flat:
         return 0.4
     return 0.0
 
@@ -510,8 +901,10 @@ class OtelGenAIImporter(Importer):
     def read(self, path: Path) -> Iterator[Session | Reject]:
         digest = file_digest(path)
         self.ignored_records = []
-        self._raw_given: set[int] = set()
+        self._rejects = Rejects(self, path)
         calls: list[Call] = []
+        events: list[_Event] = []
+        spans: dict[tuple[Any, str], _Facts] = {}
         by_trace: dict[str, str] = {}  # conversation ids seen on any span of a trace
         #: conversations (or traces) a rejected span belonged to, with how many were rejected
         troubled: Counter[str] = Counter()
@@ -519,91 +912,48 @@ class OtelGenAIImporter(Importer):
             if isinstance(record, Reject):
                 yield record
                 continue
-            found, rejects = self._calls(path, record, by_trace, troubled)
+            found, rejects = self._calls(record, by_trace, troubled, events, spans)
             yield from rejects
             calls.extend(found)
+        calls.extend(legacy_calls(events, spans))
         groups: dict[str, list[Call]] = {}
         for c in calls:
             conversation = c.conversation or (by_trace.get(c.trace) if c.trace else None)
-            if conversation is not None:
-                key = f"conversation:{conversation}"
-            elif c.trace:
-                key = f"trace:{c.trace}"
-            else:  # nothing ties this call to others: it is its own session, local to the file
-                key = f"call:{digest}:{c.record.index}:{c.where}"
+            local = f"call:{digest}:{c.record.index}:{c.where}"
+            key = group_key("conversation", conversation, c.trace, local)
             groups.setdefault(key, []).append(replace(c, conversation=conversation))
         for key, group in groups.items():
-            parts = chains(group)
-            incomplete = troubled.get(key, 0) + sum(
-                troubled.get(f"trace:{t}", 0) for t in {c.trace for c in group if c.trace}
-            )
-            for n, (final, members) in enumerate(parts, start=1):
-                part_key = key if n == 1 else f"{key}#{n}"
-                split = (n, len(parts)) if len(parts) > 1 else None
-                yield from self._chain(path, part_key, final, members, split, incomplete)
-
-    def _chain(
-        self,
-        path: Path,
-        key: str,
-        final: Call,
-        members: list[Call],
-        split: tuple[int, int] | None,
-        incomplete: int,
-    ) -> Iterator[Session | Reject]:
-        results = list(
-            self.guarded(
-                path,
-                final.record,
-                lambda: [self._session(path, key, members, final, split, incomplete)],
-            )
-        )
-        if results and isinstance(results[0], Reject):  # the other calls go down with it
-            why = results[0]
-            why.json_path = why.json_path if why.json_path != "$" else final.where
-            why.raw = self._raw_once(final.record)
-            why.session_id = final.conversation
-            yield why
-            for c in members:
-                if c is final:
-                    continue
-                detail = f"its conversation ({key}) was rejected: {why.detail}"
-                reject = self.reject(path, c.record, why.reason, detail, c.where)
-                reject.raw = self._raw_once(c.record)
-                reject.session_id = c.conversation
-                yield reject
-            return
-        self.tally.skip("in_session", len(members) - 1)
-        yield from results
-
-    def _raw_once(self, record: Record) -> bytes:
-        """A record's bytes on the first reject that names it, empty on later ones (one OTLP
-        document can hold many spans: its bytes are stored once)."""
-        if record.index in self._raw_given:
-            return b""
-        self._raw_given.add(record.index)
-        return record.raw
+            main: list[Chain] = []
+            others: list[list[Chain]] = []
+            for epoch in epochs(group):
+                first, *rest = chains(epoch)
+                main.append(first)
+                others.extend([c] for c in rest)
+            incomplete = rejected_calls(troubled, key, {c.trace for c in group if c.trace})
+            for part_key, split, part in numbered(key, [main, *others]):
+                final = part[-1][0]
+                members = [c for _, chain in part for c in chain]
+                build = partial(self._session, path, part_key, part, split, incomplete)
+                yield from self._rejects.chain(part_key, final, members, build)
 
     def _calls(
-        self, path: Path, record: Record, by_trace: dict[str, str], troubled: Counter[str]
+        self,
+        record: Record,
+        by_trace: dict[str, str],
+        troubled: Counter[str],
+        events: list[_Event],
+        spans: dict[tuple[Any, str], _Facts],
     ) -> tuple[list[Call], list[Reject]]:
         calls: list[Call] = []
         rejects: list[Reject] = []
-
-        def reject(reason: str, detail: str, json_path: str) -> Reject:
-            out = self.reject(path, record, reason, detail, json_path)
-            out.raw = self._raw_once(record)
-            return out
-
+        legacy = 0
         if not isinstance(record.value, dict | list):
-            err = RecordError("wrong_type", "a record should be a span object or a list", "$")
-            return [], [reject(err.reason, err.detail, err.json_path)]
+            detail = "a record should be a span object or a list"
+            return [], [self._rejects.record(record, "wrong_type", detail, "$")]
         try:
             items = list(_items(record.value, "$"))
         except Exception as e:
-            reason, detail = exception_reason(e)
-            where = e.json_path if isinstance(e, RecordError) else "$"
-            return [], [reject(reason, detail, where)]
+            return [], [self._rejects.error(record, e, "$")]
         if not items:
             self.tally.skip("no_spans")
             self.ignored_records.append(record.index)
@@ -613,8 +963,10 @@ class OtelGenAIImporter(Importer):
             key = None
             try:
                 span = attributes(item.get("attributes"), f"{where}.attributes")
+                sources = _sources(item, where, span)
+                merged = _merged(sources)
                 trace = _trace_id(item)
-                conversation = _conversation(span.values, item, res.values)
+                conversation = _conversation(merged, item, res.values)
                 key = f"conversation:{conversation}" if conversation else None
                 key = key or (f"trace:{trace}" if trace else None)
                 bad = inspect_value(item, root=where)
@@ -624,11 +976,19 @@ class OtelGenAIImporter(Importer):
                     raise RecordError(bad[0], "the span holds bytes that are not UTF-8", bad[1])
                 if trace and conversation:
                     by_trace.setdefault(trace, conversation)
-                call = call_of(record, item, where, span, res, position)
+                name = _event_name(item, span.values)
+                if name in LEGACY_EVENTS and not any(k in merged for k in (INPUT, OUTPUT)):
+                    events.append(
+                        self._event(record, item, where, position, name, span, merged, conversation)
+                    )
+                    legacy += 1
+                    continue
+                call = call_of(record, item, where, sources, merged, res, position)
+                is_span = name is None and "body" not in item  # not a log record
+                if call is None and is_span and (sid := _span_id(item)) is not None:
+                    spans.setdefault((trace, sid), _facts(item, merged, conversation))
             except Exception as e:
-                reason, detail = exception_reason(e)
-                at = e.json_path if isinstance(e, RecordError) else where
-                out = reject(reason, detail, at)
+                out = self._rejects.error(record, e, where)
                 if key is not None:
                     troubled[key] += 1
                     out.session_id = key.split(":", 1)[1]
@@ -638,61 +998,165 @@ class OtelGenAIImporter(Importer):
                 calls.append(call)
             else:
                 self.tally.skip("no_model_call")
-        if not calls and not rejects:
+        if not calls and not rejects and not legacy:
             self.ignored_records.append(record.index)
         return calls, rejects
+
+    def _event(
+        self,
+        record: Record,
+        item: dict[str, Any],
+        where: str,
+        position: int,
+        name: str,
+        span: _Attributes,
+        merged: dict[str, Any],
+        conversation: str | None,
+    ) -> _Event:
+        body = _event_body(span.values, item.get("body"), where)
+        message, choice = event_message(name, body, f"{where}.body")
+        start, _, flags = _times(item)
+        if flags:
+            message = replace(message, flags=(*message.flags, *flags))
+        return _Event(
+            record=record,
+            where=where,
+            position=position,
+            message=message,
+            choice=choice,
+            nanos=start,
+            trace=_trace_id(item),
+            span_id=_span_id(item),
+            conversation=conversation,
+            model=_text_value(merged, _MODEL_KEYS),
+            provider=_text_value(merged, _PROVIDER_KEYS),
+        )
 
     def _session(
         self,
         path: Path,
         key: str,
-        members: list[Call],
-        final: Call,
+        part: list[Chain],
         split: tuple[int, int] | None,
         incomplete: int,
     ) -> Session:
-        members = sorted(members, key=lambda c: c.order)
-        messages = [*final.history, *final.output]
-        for c in members:
-            at = len(c.history)
-            if c.output and at < len(messages):  # the call's output: its usage and end time
-                messages[at] = replace(
-                    messages[at],
-                    usage=c.usage or messages[at].usage,
-                    timestamp=c.ended or messages[at].timestamp,
+        messages: list[Message] = []
+        #: the summary of each replaced context: its index, with when and the tokens before
+        replaced: dict[int, tuple[str | None, int | None]] = {}
+        provider_side: list[dict[str, Any]] = []
+        previous: list[Message] = []
+        for n, (final, members) in enumerate(part):
+            chain = chain_messages(final, members)
+            start = common(previous, final.full) if n else 0
+            new = [_once(m, messages) for m in chain[start:]]
+            if n and new:  # a replaced context: where its summary is
+                at = next(
+                    (i for i, m in enumerate(new) if FLAG_COMPACTION_SUMMARY in m.flags), None
                 )
-            if c.flags and messages:
-                at = min(at if c.output else at - 1, len(messages) - 1)
-                m = messages[max(at, 0)]
-                new = tuple(f for f in c.flags if f not in m.flags)
-                messages[max(at, 0)] = replace(m, flags=(*m.flags, *new))
-        notes: list[str] = []
-        if split is not None:
-            notes.append(FLAG_CONVERSATION_SPLIT)
-        if incomplete:
-            notes.append(FLAG_CONVERSATION_INCOMPLETE)
-        if notes and messages:
-            first = messages[0]
-            messages[0] = replace(first, flags=(*first.flags, *notes))
-        conversation = final.conversation or key.split(":", 1)[1].split("#", 1)[0]
-        metadata: dict[str, Any] = {
-            "calls": len(members),
-            "records": sorted({c.record.index for c in members}),
-            "traces": sorted({c.trace for c in members if c.trace}),
-        }
-        models = sorted({c.model for c in members if c.model})
-        if models:
-            metadata["models"] = models
-        if split is not None:
-            metadata["split"] = {"part": split[0], "of": split[1]}
-        if incomplete:
-            metadata["rejected_calls"] = incomplete
-        return Session(
-            source_format=self.name,
-            source_session_id=conversation,
-            messages=messages,
-            key=key,
-            source_location=str(path),
-            source_record=final.record.index,
-            metadata=metadata,
+                summary: tuple[str | None, int | None] | None = None
+                if at is None:
+                    at = 0
+                    new[0] = replace(new[0], flags=(*new[0].flags, FLAG_COMPACTION_SUMMARY))
+                    earlier = sorted((c for _, ch in part[:n] for c in ch), key=lambda c: c.order)
+                    pre = next((c.usage.prompt_tokens for c in reversed(earlier) if c.usage), None)
+                    summary = (min(members, key=lambda c: c.order).started, pre)
+                messages, kept = _kept(messages, new[at + 1 :])
+                new = [*new[: at + 1], *kept]
+                if summary is not None:
+                    replaced[len(messages) + at] = summary
+            provider_side += _provider_side(members, n > 0)
+            messages.extend(new)
+            previous = final.full
+        final = part[-1][0]
+        members = sorted((c for _, chain in part for c in chain), key=lambda c: c.order)
+        metadata = call_metadata(members)
+        compactions = _compactions(messages, replaced) + provider_side
+        if compactions:
+            metadata["compactions"] = compactions
+        source_id = final.conversation or key.split(":", 1)[1].split("#", 1)[0]
+        return build_session(
+            self.name, path, key, final, source_id, messages, metadata, split, incomplete
         )
+
+
+def _once(m: Message, before: list[Message]) -> Message:
+    """``m`` without its compaction flag when the same compaction was flagged before (a
+    compaction part passed back again on a later request)."""
+    if FLAG_COMPACTION_SUMMARY not in m.flags:
+        return m
+    if any(FLAG_COMPACTION_SUMMARY in b.flags and same(b, m) for b in before):
+        return replace(m, flags=tuple(f for f in m.flags if f != FLAG_COMPACTION_SUMMARY))
+    return m
+
+
+def _provider_side(members: list[Call], after_cut: bool) -> list[dict[str, Any]]:
+    """Compactions a provider made on what it was sent: the first call marked compacted after
+    calls that were not, when no compaction part is in its messages (the first call of a
+    replaced context is the replacement itself)."""
+    out = []
+    ordered = sorted(members, key=lambda c: c.order)
+    for i, c in enumerate(ordered):
+        before = ordered[i - 1] if i else None
+        if i == 0 and after_cut:
+            continue
+        if not c.compacted or (before is not None and before.compacted):
+            continue
+        if any(FLAG_COMPACTION_SUMMARY in m.flags for m in c.full):
+            continue
+        pre = before.usage.prompt_tokens if before is not None and before.usage else None
+        out.append(
+            {"kind": "provider_side", "trigger": None, "pre_tokens": pre,
+             "timestamp": c.started, "summary_seq_index": None}
+        )  # fmt: skip
+    return out
+
+
+def _kept(messages: list[Message], after: list[Message]) -> tuple[list[Message], list[Message]]:
+    """Messages a compaction kept: the earlier context's last messages that the new context
+    repeats right after its summary leave the earlier context (they were not replaced) and stay
+    after the summary, with the usage and time recorded on them."""
+    floor = max((i + 1 for i, m in enumerate(messages) if FLAG_COMPACTION_SUMMARY in m.flags),
+                default=1)  # fmt: skip
+    k = min(len(after), len(messages) - floor)
+    while k > 0 and not all(same(a, b) for a, b in zip(messages[-k:], after, strict=False)):
+        k -= 1
+    if k <= 0:
+        return messages, after
+    dropped = messages[-k:]
+    kept = [
+        replace(a, usage=a.usage or d.usage, timestamp=a.timestamp or d.timestamp)
+        for a, d in zip(after[:k], dropped, strict=True)
+    ]
+    return messages[:-k], [*kept, *after[k:]]
+
+
+def _compactions(
+    messages: list[Message], replaced: dict[int, tuple[str | None, int | None]]
+) -> list[dict[str, Any]]:
+    """A ``compactions`` entry for each message flagged as a summary, in order."""
+    out = []
+    for i, m in enumerate(messages):
+        if FLAG_COMPACTION_SUMMARY not in m.flags:
+            continue
+        if i in replaced:
+            kind, (timestamp, pre) = "context_replaced", replaced[i]
+        else:  # the call that returned the part read the context before it
+            kind, timestamp = "compaction_part", m.timestamp
+            own = m.usage.prompt_tokens if m.usage is not None else None
+            pre = (
+                own
+                if own is not None
+                else next(
+                    (
+                        b.usage.prompt_tokens
+                        for b in reversed(messages[:i])
+                        if b.usage is not None and b.usage.prompt_tokens is not None
+                    ),
+                    None,
+                )
+            )
+        out.append(
+            {"kind": kind, "trigger": None, "pre_tokens": pre,
+             "timestamp": timestamp, "summary_seq_index": i}
+        )  # fmt: skip
+    return out

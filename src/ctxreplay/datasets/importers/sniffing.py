@@ -279,6 +279,18 @@ def _array_records(text: str, start: int) -> Iterable[Any]:
 
 # --- shape helpers the sniffers share -----------------------------------------------------------
 
+#: the first (and last) bytes of a Parquet file
+PARQUET_MAGIC = b"PAR1"
+
+
+def is_parquet(path: Path) -> bool:
+    """``path`` starts as a Parquet file does (its content, whatever its name)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(4) == PARQUET_MAGIC
+    except OSError:
+        return False
+
 
 def is_message(value: Any) -> bool:
     """A chat message: an object with a string ``role``."""
