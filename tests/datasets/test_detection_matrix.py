@@ -4,11 +4,10 @@ the scripts that build the SQLite fixtures) are no format's."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from sqlite_fixtures import load_fixture
 
 from ctxreplay.datasets.importers import MIN_SCORE, detect, importers, scores
 from ctxreplay.datasets.ingest import walk
@@ -67,19 +66,9 @@ def test_each_fixture_is_its_format_and_no_other(name: str, expected: str | None
     assert detect(path) == expected  # a rival within the ambiguity margin would raise
 
 
-def _builder(folder: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"{folder}_fx", FIXTURES / folder / "make_fixture.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize(("folder", "build"), DATABASES)
 def test_each_database_is_its_format_and_no_other(folder: str, build: str, tmp_path: Path) -> None:
-    path = getattr(_builder(folder), build)(tmp_path / "db")
+    path = getattr(load_fixture(folder), build)(tmp_path / "db")
     assert detect(path) == FORMAT_OF[folder]
     assert [f for f, s in scores(path) if s > MIN_SCORE] == [FORMAT_OF[folder]]
 

@@ -24,6 +24,7 @@ import codecs
 import hashlib
 import json
 import math
+import re
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
@@ -93,6 +94,21 @@ class Record:
 
     def __repr__(self) -> str:
         return f"Record(index={self.index!r}, value={self.value!r}, line={self.line!r})"
+
+
+#: a UUID, as agents name their session files with one
+UUID_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+
+
+def uuid_in_name(path: Path) -> str:
+    """The session id a log's file name carries (its last UUID), else the name itself."""
+    found = UUID_PATTERN.findall(path.stem)
+    return found[-1] if found else path.stem
+
+
+def raising(e: Exception) -> list[Session]:
+    """A ``guarded`` producer that fails with ``e``: a record already known bad becomes its reject."""
+    raise e
 
 
 def exception_reason(e: BaseException) -> tuple[str, str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..messages import Message
-from .base import file_sha256
+from .base import UUID_PATTERN, file_sha256
 
 #: skip reasons (``rejects.SKIPS``) of the files beside the logs
 PERSISTED_OUTPUT = "persisted_output"
@@ -31,7 +31,6 @@ SUBAGENT_META = "subagent_meta"
 SESSIONS_INDEX = "sessions_index"
 #: how a tool result says its output was persisted
 _PERSISTED = re.compile(r"<persisted-output>.*?Full output saved to:\s*(\S[^\r\n]*)", re.S)
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 #: ``agent_meta`` keeps string values up to this length
 _SHORT = 500
 
@@ -39,7 +38,7 @@ _SHORT = 500
 def sidecar_kind(path: Path) -> str | None:
     """Which of Claude Code's files beside the logs ``path`` is, by where it lies and its name."""
     if path.parent.name == "tool-results" and (
-        path.stem.startswith("toolu_") or _UUID.fullmatch(path.parent.parent.name)
+        path.stem.startswith("toolu_") or UUID_PATTERN.fullmatch(path.parent.parent.name)
     ):
         return PERSISTED_OUTPUT
     if path.name.endswith(".meta.json") and path.name.startswith("agent-"):

@@ -40,7 +40,6 @@ session besides the one it stands for (``session_meta``) are counted ``folded`` 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -50,7 +49,7 @@ from typing import Any
 from ..messages import Message, Part, Session, Usage, as_dict
 from ..rejects import RecordError, Reject
 from ..validate import FLAG_COMPACTION_SUMMARY, FLAG_TURN_ABORTED
-from .base import Importer, Record, expect, importers, timestamp_of
+from .base import Importer, Record, expect, importers, raising, timestamp_of, uuid_in_name
 from .openai_chat import file_digest
 from .openai_responses import ITEM_TYPES, ItemReader
 from .sniffing import Sample, capped, sample_of
@@ -60,7 +59,6 @@ RECORD_TYPES = frozenset(
 )
 #: response items that are not context (the CLI's own bookkeeping)
 NOT_CONTEXT_ITEMS = frozenset({"ghost_snapshot"})
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 __all__ = ["CodexCliImporter"]
 
 
@@ -170,7 +168,7 @@ class CodexCliImporter(Importer):
                 lines.append(_line(record))
             except Exception as e:  # the line is rejected by itself; the rollout goes on
                 rejected += 1
-                yield from self.guarded(path, record, lambda e=e: _raise(e))
+                yield from self.guarded(path, record, lambda e=e: raising(e))
         if not lines:
             return
         self.tally.skip("part_of_session", len(lines) - 1)
@@ -212,7 +210,7 @@ class CodexCliImporter(Importer):
             else:
                 info.unknown[line.kind] += 1
         messages = reader.finish()
-        sid = info.session_id or _id_from_name(path)
+        sid = info.session_id or uuid_in_name(path)
         meta = self._metadata(info, reader, lines, rejected)
         return Session(
             source_format=self.name,
@@ -329,16 +327,6 @@ class CodexCliImporter(Importer):
             meta["rejected_records"] = rejected
         meta.update(reader.metadata())
         return meta
-
-
-def _raise(e: Exception) -> list[Session]:
-    raise e
-
-
-def _id_from_name(path: Path) -> str:
-    """The session id a rollout's file name carries (``rollout-<time>-<uuid>.jsonl``)."""
-    found = _UUID.findall(path.stem)
-    return found[-1] if found else path.stem
 
 
 # --- detection ---------------------------------------------------------------------------------

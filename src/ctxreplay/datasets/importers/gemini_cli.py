@@ -79,7 +79,6 @@ session (the default ``orphan_results``).
 from __future__ import annotations
 
 import json
-import re
 import urllib.parse
 from collections import Counter
 from collections.abc import Iterator
@@ -90,7 +89,17 @@ from typing import Any
 from ..messages import Message, Part, Session, Usage
 from ..rejects import RecordError, Reject
 from ..validate import FLAG_ABANDONED_BRANCH, FLAG_COMPACTION_SUMMARY, FLAG_TIMESTAMP_INVALID
-from .base import SNIFF_BYTES, Importer, Record, expect, importers, require, timestamp_of
+from .base import (
+    SNIFF_BYTES,
+    Importer,
+    Record,
+    expect,
+    importers,
+    raising,
+    require,
+    timestamp_of,
+    uuid_in_name,
+)
 from .base import unknown_part as _unknown_part
 from .openai_chat import file_digest
 from .sniffing import Sample, sample_of
@@ -117,7 +126,6 @@ _META_KEYS = (
     ("kind", "kind"),
 )
 _TOKEN_KEYS = ("input", "output", "cached", "thoughts", "tool", "total")
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
 # --- Gemini parts -------------------------------------------------------------------------------
@@ -749,15 +757,6 @@ def _line(record: Record, seen: _Seen) -> _Line:
     )
 
 
-def _raise(e: Exception) -> list[Session]:
-    raise e
-
-
-def _id_from_name(path: Path) -> str:
-    found = _UUID.findall(path.stem)
-    return found[-1] if found else path.stem
-
-
 def _checkpoint_name(path: Path) -> str:
     """A checkpoint's session id: its file name (``checkpoint-<tag>``), percent-decoded."""
     return urllib.parse.unquote(path.stem)
@@ -808,7 +807,7 @@ class GeminiCliImporter(Importer):
         try:
             sid, made, meta = build()
         except Exception as e:
-            yield from self.guarded(path, record, lambda e=e: _raise(e))
+            yield from self.guarded(path, record, lambda e=e: raising(e))
             return
         if not made:
             self.tally.skip("empty_chat")
@@ -837,7 +836,7 @@ class GeminiCliImporter(Importer):
             chat.add(entry_of(m, f"$.messages[{i}]"))
         made, counts = chat.messages()
         sid = value.get("sessionId")
-        sid = sid if isinstance(sid, str) and sid else _id_from_name(path)
+        sid = sid if isinstance(sid, str) and sid else uuid_in_name(path)
         return sid, made, chat.metadata(counts, "json")
 
     def _array(self, path: Path, good: list[Record], rejected: int) -> Iterator[Session | Reject]:
@@ -858,7 +857,7 @@ class GeminiCliImporter(Importer):
                 role, parts = content_of(r.value, "$")
             except Exception as e:
                 rejected += 1
-                yield from self.guarded(path, r, lambda e=e: _raise(e))
+                yield from self.guarded(path, r, lambda e=e: raising(e))
                 continue
             contents.append((role, parts, where))
             if anchor is None:
@@ -891,7 +890,7 @@ class GeminiCliImporter(Importer):
                 lines.append(_line(record, seen))
             except Exception as e:  # the line is rejected by itself; the chat goes on
                 rejected += 1
-                yield from self.guarded(path, record, lambda e=e: _raise(e))
+                yield from self.guarded(path, record, lambda e=e: raising(e))
         if not lines:
             return
         chat = _Chat()
@@ -931,7 +930,7 @@ class GeminiCliImporter(Importer):
         self.tally.skip("cli_message", cli)
         self.tally.skip("part_of_session", len(lines) - 1 - cli)
         if failure is not None:
-            yield from self.guarded(path, anchor, lambda: _raise(failure))
+            yield from self.guarded(path, anchor, lambda: raising(failure))
             return
         meta = chat.metadata(counts, "jsonl")
         if unknown:
@@ -941,7 +940,7 @@ class GeminiCliImporter(Importer):
         if meta.get("kind") == "subagent":
             meta["parent_session_id"] = path.parent.name
         sid = chat.meta.get("sessionId")
-        sid = sid if isinstance(sid, str) and sid else _id_from_name(path)
+        sid = sid if isinstance(sid, str) and sid else uuid_in_name(path)
         yield from self.guarded(
             path, anchor, lambda: [self._session(path, anchor, sid, made, meta)]
         )
