@@ -23,6 +23,7 @@ observations, OpenInference spans): model calls, tool runs, and structure around
 
 from __future__ import annotations
 
+import abc
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -413,7 +414,7 @@ def pair_anonymous_results(messages: list[Message]) -> list[Message]:
     return out
 
 
-class CallTreeImporter(Importer):
+class CallTreeImporter(Importer, abc.ABC):
     """Trace nodes (observations, spans) whose model calls rebuild each session's conversation."""
 
     #: the key prefix of this format's sessions (``<prefix>:session:<id>``)
@@ -425,18 +426,18 @@ class CallTreeImporter(Importer):
 
     # what a subclass says ------------------------------------------------------------------
 
+    @abc.abstractmethod
     def nodes(self, record: Record) -> list[tuple[Any, str]]:
         """The nodes a record holds, each with its JSON path (none: the record is skipped
         ``empty_reason``)."""
-        raise NotImplementedError
 
     def empty_reason(self, record: Record) -> str:
         """The skip reason of a record that holds no node."""
         return "no_session"
 
+    @abc.abstractmethod
     def node(self, record: Record, item: Any, where: str, position: int) -> Node:
         """One node, read; raises for content it cannot read."""
-        raise NotImplementedError
 
     def keys_of(self, item: Any) -> tuple[str | None, str | None]:
         """A node's session and trace ids, read leniently (for a node that failed to read)."""

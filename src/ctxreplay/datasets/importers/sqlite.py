@@ -20,6 +20,7 @@ is what the importers of such databases share: the read-only open, the schema ch
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import functools
 import json
@@ -260,7 +261,7 @@ def file_raw(path: Path) -> bytes:
 # --- an importer of a database (and of the format's other files) ------------------------------
 
 
-class DatabaseImporter(Importer):
+class DatabaseImporter(Importer, abc.ABC):
     """An importer of a format kept in a SQLite database (a ``.db`` file, read read-only) and in
     files of another kind beside it: the database part both formats share.
 
@@ -305,15 +306,15 @@ class DatabaseImporter(Importer):
         else:
             yield from self.read_file(path)
 
+    @abc.abstractmethod
     def read_file(self, path: Path) -> Iterator[Session | Reject]:
         """The sessions of one of the format's other files."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def read_tables(
         self, path: Path, conn: sqlite3.Connection, tables: Tables
     ) -> Iterator[Session | Reject]:
         """The sessions of a database whose schema has what ``required`` names."""
-        raise NotImplementedError
 
     def _read_database(self, path: Path) -> Iterator[Session | Reject]:
         try:
