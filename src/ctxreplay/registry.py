@@ -1,9 +1,28 @@
 """One registry type for importers, policies and judges.
 
-Plugins register by name with a decorator; third-party packages add theirs through the
-entry-point groups ``ctxreplay.importers``, ``ctxreplay.policies`` and ``ctxreplay.judges``
-(loaded lazily, on the first lookup). Parameters are frozen dataclasses, so a run manifest can
-store ``name + params`` and rebuild the plugin from them.
+A built-in plugin is declared in its module, which registers it with the kind's decorator
+(``@policy("tool-prune")``, ``@judge("flow")``, ``@importers.register("codex-cli")``), and in the
+kind's one map of built-ins, ``BUILTIN``: name → ``"module:Class"`` (``policies/base.py``,
+``judges/base.py``, ``datasets/importers/__init__.py``). The map lets a lookup import only the
+module it names: ``names()`` reads the map and the entry-point metadata and imports no plugin,
+``get(name)`` imports that plugin's module alone, and only ``items()`` imports them all. The
+registry checks that the two agree: the map's object is registered, under the map's name.
+
+Third-party packages add plugins through entry points in the groups ``ctxreplay.policies``,
+``ctxreplay.judges`` and ``ctxreplay.importers`` (``name = "module:Class"``; the class needs no
+decorator, the entry point names it). An entry point is loaded when its name is asked for. A
+plugin imports what it needs from its kind's package: ``ctxreplay.policies``,
+``ctxreplay.judges``, ``ctxreplay.datasets.importers`` (their ``__all__``).
+
+Names are never shadowed. An entry point whose name is a built-in's, two entry points of one name
+(from two distributions), or an object registered in-process under a name another object holds,
+is refused with a :class:`PluginClashError` naming both sides and the distribution; every lookup
+in that registry then fails the same way until one is renamed or uninstalled (a built-in lookup
+too: which plugin a name means must not depend on which name was asked for first). An entry
+point that names the built-in's own object is not a clash.
+
+Parameters are frozen dataclasses, so a run manifest can store ``name + params`` and rebuild the
+plugin from them.
 
 Every plugin declares its parameters one way: a ``Params`` frozen dataclass nested in the plugin
 class, each field made by :func:`param` with its default, a one-line meaning and its range::
@@ -29,15 +48,18 @@ import contextlib
 import dataclasses
 import math
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
-from importlib.metadata import entry_points
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from .errors import CtxreplayError, ParameterError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 T = TypeVar("T")
 
@@ -54,31 +76,86 @@ class UnknownPluginError(CtxreplayError, KeyError):
         return str(self.args[0])
 
 
+class PluginClashError(CtxreplayError, ValueError):
+    """Two plugins claim one name; neither is used until one is renamed or uninstalled."""
+
+
+def target_of(obj: Any) -> str:
+    """``module:QualifiedName`` of a class or function, as entry points and ``BUILTIN`` write
+    it."""
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', type(obj).__name__)}"
+
+
+def load_target(target: str) -> Any:
+    """The object that ``module:Name`` (or ``module:Outer.Inner``) names, its module imported."""
+    module, _, attribute = target.partition(":")
+    value: Any = import_module(module)
+    for part in filter(None, attribute.split(".")):
+        value = getattr(value, part)
+    return value
+
+
+def lazy_exports(package: str, homes: Mapping[str, Sequence[str]]) -> Callable[[str], Any]:
+    """A package's ``__getattr__`` (PEP 562) that imports a name's module when the name is first
+    used: a plugin kit re-exported from a package costs nothing until a plugin reads it.
+    ``homes``: each module → the names it gives."""
+    where = {name: module for module, names in homes.items() for name in names}
+
+    def __getattr__(name: str) -> Any:
+        module = where.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(import_module(module), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__
+
+
+def _distribution(ep: EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return f"distribution {dist.name!r}" if dist is not None else "an installed distribution"
+
+
 class Registry(Generic[T]):
-    """Name → plugin, filled by ``@registry.register(name)`` and by entry points."""
+    """Name → plugin: the built-in map, entry points and ``@registry.register(name)``.
+
+    ``builtins`` is the kind's ``BUILTIN`` map (name → ``"module:Class"``), or where to find it
+    (``"package.module:BUILTIN"``, read on the first lookup) when it is declared in a module that
+    imports the one holding the registry.
+    """
 
     def __init__(
-        self,
-        kind: str,
-        group: str,
-        builtins: tuple[str, ...] = (),
-        modules: Mapping[str, str] | None = None,
+        self, kind: str, group: str, builtins: Mapping[str, str] | str | None = None
     ) -> None:
         self.kind = kind
         self.group = group
-        #: the module of each built-in plugin by name: a lookup of that name imports it alone,
-        #: not every plugin's module (the probe judge's statistics took 1.2 s of every flow run)
-        self.modules = dict(modules or {})
-        #: modules that register the built-in plugins, imported on the first lookup of any
-        #: other name (and by ``names``)
-        self.builtins = tuple(dict.fromkeys((*builtins, *self.modules.values())))
+        self._declared = builtins
+        self._builtins: dict[str, str] | None = (
+            None if isinstance(builtins, str) else dict(builtins or {})
+        )
+        #: what ``register`` was given (decorators, loaded entry points)
         self._items: dict[str, T] = {}
-        self._entry_points_loaded = False
+        #: names whose object ``get`` found and checked
+        self._checked: set[str] = set()
+        #: the group's entry points by name, read once, clashes refused
+        self._entry_points: dict[str, EntryPoint] | None = None
+
+    @property
+    def builtins(self) -> Mapping[str, str]:
+        """Built-in name → ``"module:Class"``."""
+        if self._builtins is None:
+            self._builtins = dict(load_target(str(self._declared)))
+        return self._builtins
 
     def register(self, name: str) -> Callable[[T], T]:
         def decorate(obj: T) -> T:
-            if name in self._items and self._items[name] is not obj:
-                raise ValueError(f"{self.kind} {name!r} is already registered")
+            held = self._items.get(name)
+            if held is not None and held is not obj:
+                raise PluginClashError(
+                    f"{self.kind} {name!r} is already registered ({target_of(held)}); "
+                    f"{target_of(obj)} may not take the name"
+                )
             self._items[name] = obj
             with contextlib.suppress(AttributeError, TypeError):
                 obj.name = name  # type: ignore[attr-defined]
@@ -86,39 +163,81 @@ class Registry(Generic[T]):
 
         return decorate
 
-    def _load_entry_points(self) -> None:
-        if self._entry_points_loaded:
-            return
-        self._entry_points_loaded = True
-        for module in self.builtins:
-            import_module(module)
-        for ep in entry_points(group=self.group):
-            if ep.name not in self._items:
-                obj = ep.load()
-                self.register(ep.name)(obj)
+    def entry_points(self) -> Mapping[str, EntryPoint]:
+        """The group's entry points by name (their metadata only: no plugin is imported).
+
+        Raises :class:`PluginClashError` for one whose name is a built-in's or another's."""
+        if self._entry_points is None:
+            from importlib.metadata import entry_points
+
+            found: dict[str, EntryPoint] = {}
+            for ep in entry_points(group=self.group):
+                builtin = self.builtins.get(ep.name)
+                if builtin == ep.value:  # the built-in itself, declared again
+                    continue
+                if builtin is not None:
+                    raise PluginClashError(
+                        f"the {self.kind} {ep.name!r} of {_distribution(ep)} ({ep.value}, entry "
+                        f"point group {self.group}) clashes with the built-in {self.kind} "
+                        f"{ep.name!r} ({builtin}): a plugin may not take a built-in's name; "
+                        "rename its entry point or uninstall it"
+                    )
+                other = found.get(ep.name)
+                if other is not None and other.value != ep.value:
+                    raise PluginClashError(
+                        f"the {self.kind} {ep.name!r} is claimed by {_distribution(other)} "
+                        f"({other.value}) and by {_distribution(ep)} ({ep.value}) in entry point "
+                        f"group {self.group}: rename one or uninstall one"
+                    )
+                found[ep.name] = ep
+            self._entry_points = found
+        return self._entry_points
 
     def get(self, name: str) -> T:
-        if name not in self._items and name in self.modules:
-            import_module(self.modules[name])
-        if name not in self._items:
-            self._load_entry_points()
-        try:
+        if name in self._checked:
             return self._items[name]
-        except KeyError:
-            known = ", ".join(sorted(self._items)) or "none"
-            raise UnknownPluginError(f"unknown {self.kind} {name!r}; available: {known}") from None
+        plugins = self.entry_points()
+        if name in self.builtins:
+            obj = self._builtin(name)
+        elif name in plugins:
+            obj = self.register(name)(plugins[name].load())
+        elif name in self._items:
+            obj = self._items[name]
+        else:
+            known = ", ".join(self.names()) or "none"
+            raise UnknownPluginError(f"unknown {self.kind} {name!r}; available: {known}")
+        self._checked.add(name)
+        return obj
+
+    def _builtin(self, name: str) -> T:
+        """The built-in ``name``, its module imported; it must have registered itself."""
+        target = self.builtins[name]
+        if name not in self._items:
+            loaded = load_target(target)
+            if self._items.get(name) is not loaded:
+                raise LookupError(
+                    f"built-in {self.kind} {name!r}: {target} does not register itself under "
+                    f"that name (its decorator and {self.kind} BUILTIN must agree)"
+                )
+        held = self._items[name]
+        if target_of(held) != target:
+            raise PluginClashError(
+                f"the {self.kind} {name!r} is built in ({target}); {target_of(held)} registered "
+                "the name too: a plugin may not take a built-in's name"
+            )
+        return held
 
     def names(self) -> list[str]:
-        self._load_entry_points()
-        return sorted(self._items)
+        """Every name: built-in, entry point or registered (no plugin module is imported)."""
+        return sorted({*self.builtins, *self.entry_points(), *self._items})
 
     def items(self) -> Iterator[tuple[str, T]]:
+        """Every plugin by name (this imports them all)."""
         for name in self.names():
-            yield name, self._items[name]
+            yield name, self.get(name)
 
     def __contains__(self, name: object) -> bool:
-        self._load_entry_points()
-        return name in self._items
+        return name in self.names()
 
     def create(self, spec: str, **overrides: str) -> Any:
         """An instance from ``name:key=value,...`` (``overrides`` win over the spec)."""

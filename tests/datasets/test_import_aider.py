@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from test_export_roundtrip import assert_same_tables, roundtrip
 
 from ctxreplay.datasets.importers import AmbiguousFormat, detect, get_importer
-from ctxreplay.datasets.importers.aider import HEADER
+from ctxreplay.datasets.importers.aider import HEADER, LATE_HEADER_SCORE
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import ROLES, Part, Session, Usage
 from ctxreplay.datasets.rejects import FLAGS, REASONS, Reject
@@ -410,7 +410,7 @@ def test_other_markdown_is_not_aider(tmp_path: Path) -> None:
     # a history with something written before its first header is still found
     prefixed = tmp_path / "prefixed.md"
     prefixed.write_bytes(b"notes\n" + WHOLE.read_bytes())
-    assert _sniff(prefixed) == 0.6 and detect(prefixed) == "aider"
+    assert _sniff(prefixed) == LATE_HEADER_SCORE and detect(prefixed) == "aider"
 
 
 # --- line endings, stripped spaces, encodings, forced format ---------------------------------

@@ -29,7 +29,8 @@ from test_export_roundtrip import assert_same_tables, roundtrip
 
 from ctxreplay.datasets.cases import build_cases, parse_trigger, prefix_of
 from ctxreplay.datasets.importers import CEDED_SCORE, detect, get_importer, scores
-from ctxreplay.datasets.importers.base import SNIFF_BYTES
+from ctxreplay.datasets.importers.cline import TASK_FOLDER_SCORE
+from ctxreplay.datasets.importers.sniffing import SNIFF_BYTES
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import ENCRYPTED_REASONING_MIME, Part, Usage
 from ctxreplay.datasets.rejects import Reject
@@ -90,9 +91,9 @@ def test_a_history_alone_keeps_the_format_it_had(tmp_path: Path) -> None:
     shutil.copytree(CLINE, beside)
     assert get_importer("anthropic-messages").sniff(beside / HISTORY, b"") == 0.0  # empty head
     head = (beside / HISTORY).read_bytes()
-    assert get_importer(FMT).sniff(beside / HISTORY, head) == 0.95
+    assert get_importer(FMT).sniff(beside / HISTORY, head) == TASK_FOLDER_SCORE
     # by its shape the file is Anthropic's too; cline refines that format, so it steps back
-    assert get_importer("anthropic-messages").sniff(beside / HISTORY, head) > 0.6
+    assert get_importer("anthropic-messages").sniff(beside / HISTORY, head) > CEDED_SCORE
     assert dict(scores(beside / HISTORY))["anthropic-messages"] == CEDED_SCORE
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from ctxreplay.datasets.export import export_corpus
 from ctxreplay.datasets.importers import detect, get_importer, scores
-from ctxreplay.datasets.importers.inspect_ai import DATA_MIME, usage_of
+from ctxreplay.datasets.importers.inspect_ai import ARCHIVE_SCORE, DATA_MIME, LOG_SCORE, usage_of
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Message, Part, Session, Usage
 from ctxreplay.datasets.rejects import Reject
@@ -113,8 +113,8 @@ def _by_id(sessions: list[Session]) -> dict[str, Session]:
 
 
 def test_fixtures_are_detected_by_inspect_ai_alone() -> None:
-    assert scores(LOG) == [("inspect-ai", 0.95)]
-    assert scores(ARCHIVE) == [("inspect-ai", 0.95)]
+    assert scores(LOG) == [("inspect-ai", LOG_SCORE)]
+    assert scores(ARCHIVE) == [("inspect-ai", ARCHIVE_SCORE)]
     assert detect(LOG) == detect(ARCHIVE) == "inspect-ai"
 
 

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_export_roundtrip import assert_same_tables, roundtrip
 
-from ctxreplay.datasets.importers import AmbiguousFormat, detect, get_importer
+from ctxreplay.datasets.importers import MIN_SCORE, AmbiguousFormat, detect, get_importer
 from ctxreplay.datasets.importers.langfuse import LangfuseImporter, langfuse_usage
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Part, Session, Usage
@@ -231,7 +231,7 @@ def test_detection() -> None:
     others = [p for p in FIX.rglob("*") if p.is_file() and p.parent.name != "langfuse"]
     assert len(others) > 50
     for path in others:
-        assert langfuse.sniff(path, path.read_bytes()[: 1 << 20]) < 0.3, path
+        assert langfuse.sniff(path, path.read_bytes()[: 1 << 20]) < MIN_SCORE, path
         try:
             assert detect(path) != "langfuse", path
         except AmbiguousFormat as e:  # never because of this format

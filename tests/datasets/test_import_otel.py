@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ctxreplay.datasets.importers import detect, get_importer
-from ctxreplay.datasets.importers.otel_genai import OtelGenAIImporter
+from ctxreplay.datasets.importers import SURE_SCORE, detect, get_importer
+from ctxreplay.datasets.importers.otel_genai import MESSAGES_SCORE, OtelGenAIImporter
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Message, Part, Session, Usage
 from ctxreplay.datasets.rejects import Reject
@@ -273,7 +273,7 @@ def test_sniff() -> None:
     otel = get_importer("otel-genai")
     for path in sorted(OTEL.iterdir()):
         assert detect(path) == "otel-genai"
-        assert otel.sniff(path, path.read_bytes()[:65536]) > 0.9
+        assert otel.sniff(path, path.read_bytes()[:65536]) > SURE_SCORE
     for folder in ("anthropic", "openai_chat", "bad"):
         for path in sorted((FIX / folder).iterdir()):
             assert otel.sniff(path, path.read_bytes()[:65536]) == 0.0, path
@@ -768,7 +768,8 @@ def test_new_fixtures_are_detected_and_no_other_fixture_is_taken() -> None:
     otel = get_importer("otel-genai")
     for name in NEW:
         assert detect(OTEL / name) == "otel-genai", name
-        assert dict(scores(OTEL / name)) == {"otel-genai": 0.95}, name  # nobody else claims it
+        # nobody else claims it
+        assert dict(scores(OTEL / name)) == {"otel-genai": MESSAGES_SCORE}, name
     for path in sorted(FIXTURES.rglob("*")):
         if not path.is_file() or path.parent == OTEL:
             continue
@@ -805,4 +806,4 @@ def test_openinference_spans_without_genai_messages_score_zero(tmp_path: Path) -
     flat["attributes"]["gen_ai.input.messages"] = [user("hi")]
     path = tmp_path / "both.json"
     path.write_text(json.dumps(flat))
-    assert otel.sniff(path, path.read_bytes()) > 0.9
+    assert otel.sniff(path, path.read_bytes()) > SURE_SCORE

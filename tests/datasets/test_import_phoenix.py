@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_export_roundtrip import MESSAGE_COLUMNS, assert_same_tables, roundtrip
 
-from ctxreplay.datasets.importers import AmbiguousFormat, detect, get_importer
+from ctxreplay.datasets.importers import MIN_SCORE, AmbiguousFormat, detect, get_importer
 from ctxreplay.datasets.importers.phoenix import PhoenixImporter
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.messages import Part, Session, Usage
@@ -288,7 +288,7 @@ def test_detection() -> None:
     others = [p for p in FIX.rglob("*") if p.is_file() and p.parent.name != "phoenix"]
     assert len(others) > 50
     for path in others:
-        assert phoenix.sniff(path, path.read_bytes()[: 1 << 20]) < 0.3, path
+        assert phoenix.sniff(path, path.read_bytes()[: 1 << 20]) < MIN_SCORE, path
         try:
             assert detect(path) != "phoenix", path
         except AmbiguousFormat as e:  # never because of this format
@@ -297,7 +297,7 @@ def test_detection() -> None:
         assert detect(path) == "otel-genai"
         assert phoenix.sniff(path, path.read_bytes()) == 0.0
     for path in sorted(PX.iterdir()):  # ...and OpenInference spans are not otel-genai's
-        assert get_importer("otel-genai").sniff(path, path.read_bytes()) < 0.3
+        assert get_importer("otel-genai").sniff(path, path.read_bytes()) < MIN_SCORE
 
 
 def test_spans_with_genai_messages_are_otel_genai(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxreplay.datasets.importers import get_importer, importers
-from ctxreplay.datasets.importers.base import Record, iter_records
+from ctxreplay.datasets.importers.reader import iter_records
+from ctxreplay.datasets.importers.records import Record
 from ctxreplay.datasets.messages import ROLES, Session
 from ctxreplay.datasets.rejects import Reject
 

@@ -22,8 +22,9 @@ from click.testing import CliRunner
 
 from ctxreplay.cli import main
 from ctxreplay.datasets.export import export_corpus
-from ctxreplay.datasets.importers import base
-from ctxreplay.datasets.importers.base import Record, iter_records
+from ctxreplay.datasets.importers import reader
+from ctxreplay.datasets.importers.reader import iter_records
+from ctxreplay.datasets.importers.records import Record
 from ctxreplay.datasets.importers.sniffing import decode_bytes
 from ctxreplay.datasets.ingest import import_paths
 from ctxreplay.datasets.rejects import Reject
@@ -154,7 +155,7 @@ def test_reading_one_session_reads_only_the_row_groups_that_can_hold_it(
 def whole_text(path: Path) -> Iterator[Record | Reject]:
     """The records of a file decoded whole: the reader streaming replaced (kept for UTF-16/32)."""
     data = path.read_bytes()
-    return base._text_records(path, "x", data, decode_bytes(data), True)
+    return reader._text_records(path, "x", data, decode_bytes(data), True)
 
 
 def flat(items: Iterator[Record | Reject]) -> list[tuple[Any, ...]]:
@@ -203,11 +204,11 @@ def damaged(tmp_path: Path) -> list[Path]:
     return out
 
 
-@pytest.mark.parametrize("block", [1, 7, 256, base.BLOCK_BYTES])
+@pytest.mark.parametrize("block", [1, 7, 256, reader.BLOCK_BYTES])
 def test_streaming_reads_what_the_whole_text_reader_reads(
     block: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(base, "BLOCK_BYTES", block)  # cuts fall inside records, strings, numbers
+    monkeypatch.setattr(reader, "BLOCK_BYTES", block)  # cuts fall inside records, strings, numbers
     files = [p for p in sorted(FIXTURES.rglob("*")) if p.suffix in READABLE]
     files += damaged(tmp_path)
     assert any(p.parent == BAD for p in files) and len(files) > 40

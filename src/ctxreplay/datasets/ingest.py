@@ -23,7 +23,7 @@ from typing import Any
 from tqdm import tqdm
 
 from .importers import AmbiguousFormat, detect, get_importer, importers
-from .importers.base import file_sha256
+from .importers.reader import file_sha256
 from .messages import Session
 from .rejects import SKIPS, Reject, Tally, clip
 from .store import DEFAULT_CHUNK_BYTES, CorpusError, CorpusWriter, auto_buckets

@@ -46,7 +46,7 @@ from .. import arrow_memory, storage
 from ..errors import CtxreplayError
 from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS
 from ..version import __version__
-from .importers.base import file_sha256
+from .importers.reader import file_sha256
 from .messages import Message, Session
 from .rejects import Reject, clip, storable
 from .rows import message_to_row, row_to_message

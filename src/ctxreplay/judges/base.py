@@ -248,23 +248,25 @@ class ByObject(Generic[K, V]):
 #: the judge used when none is named: the information-flow judge (``flow.py``)
 DEFAULT_JUDGE = "flow"
 
-#: the module of each built-in judge (``judge name → module``): looking a judge up by name
-#: imports its module alone (``Registry.modules``)
+#: the built-in judges, name → ``module:Class`` (each module registers its class with
+#: ``@judge(name)``; a lookup imports the one module it names: ``ctxreplay judge flow`` does
+#: not import the probe judge's statistics packages)
+BUILTIN = {
+    "anchor": "ctxreplay.judges.anchor_judge:AnchorJudge",
+    "counterfactual": "ctxreplay.judges.counterfactual:CounterfactualJudge",
+    "deps": "ctxreplay.judges.labels:DepsJudge",
+    "flow": "ctxreplay.judges.flow.judge:FlowJudge",
+    "llm": "ctxreplay.judges.llm:LLMJudge",
+    "probe": "ctxreplay.judges.probe:ProbeJudge",
+    "truth": "ctxreplay.judges.truth:TruthJudge",
+}
+#: each built-in judge's module, relative to this package (read by the registry's tests)
 BUILTIN_MODULES = {
-    "anchor": "anchor_judge",
-    "counterfactual": "counterfactual",
-    "flow": "flow.judge",
-    "deps": "labels",
-    "llm": "llm",
-    "probe": "probe",
-    "truth": "truth",
+    name: target.partition(":")[0].removeprefix("ctxreplay.judges.")
+    for name, target in BUILTIN.items()
 }
 
-judges: Registry[type[Judge]] = Registry(
-    "judge",
-    "ctxreplay.judges",
-    modules={name: f"ctxreplay.judges.{m}" for name, m in BUILTIN_MODULES.items()},
-)
+judges: Registry[type[Judge]] = Registry("judge", "ctxreplay.judges", BUILTIN)
 
 
 def judge(name: str) -> Callable[[type[Judge]], type[Judge]]:

@@ -23,8 +23,6 @@ class Policy(Plugin, ABC):
     """Base class. Subclasses set ``Params`` and implement ``plan``."""
 
     kind: ClassVar[str] = "policy"
-    #: agent-controlled forgetting validates its batch all-or-nothing
-    all_or_nothing: ClassVar[bool] = False
 
     @abstractmethod
     def plan(self, ctx: PrefixContext) -> Plan:
@@ -45,23 +43,23 @@ class Policy(Plugin, ABC):
         return None
 
 
-_BUILTIN = (
-    "noop",
-    "oldest_turn",
-    "tool_prune",
-    "tool_mask_prune",
-    "hybrid",
-    "observation_masking",
-    "clear_tool_uses",
-    "prune_summarise",
-    "recorded",
-    "self_gc",
-    "agent_forgetting",
-    "working_set",
-)
-policies: Registry[type[Policy]] = Registry(
-    "policy", "ctxreplay.policies", tuple(f"ctxreplay.policies.{m}" for m in _BUILTIN)
-)
+#: the built-in policies, name → ``module:Class`` (each module registers its class with
+#: ``@policy(name)``; a lookup imports the one module it names)
+BUILTIN = {
+    "agent-forgetting": "ctxreplay.policies.agent_forgetting:AgentForgetting",
+    "clear-tool-uses": "ctxreplay.policies.clear_tool_uses:ClearToolUses",
+    "hybrid": "ctxreplay.policies.hybrid:Hybrid",
+    "noop": "ctxreplay.policies.noop:Noop",
+    "observation-masking": "ctxreplay.policies.observation_masking:ObservationMasking",
+    "oldest-turn": "ctxreplay.policies.oldest_turn:OldestTurn",
+    "prune-summarise": "ctxreplay.policies.prune_summarise:PruneSummarise",
+    "recorded": "ctxreplay.policies.recorded:Recorded",
+    "self-gc": "ctxreplay.policies.self_gc:SelfGC",
+    "tool-mask+prune": "ctxreplay.policies.tool_mask_prune:ToolMaskPrune",
+    "tool-prune": "ctxreplay.policies.tool_prune:ToolPrune",
+    "working-set": "ctxreplay.policies.working_set:WorkingSet",
+}
+policies: Registry[type[Policy]] = Registry("policy", "ctxreplay.policies", BUILTIN)
 
 
 def policy(name: str) -> Callable[[type[Policy]], type[Policy]]:

@@ -6,14 +6,69 @@ file could be read either way and detection refuses to guess (``AmbiguousFormat`
 candidates and ``--format``). A format whose files are also files of a more general one (a Cline
 task's API history is an Anthropic message array) says so in ``Importer.refines``: where it is
 sure of a file (``SURE_SCORE``), the general formats step back to ``CEDED_SCORE``.
+
+A third-party importer imports what it needs from here (``__all__``: the ``Importer`` base, the
+``importer`` decorator, ``Record``, ``Session``/``Message``/``Part``, the record checks) and is
+found through an entry point in the group ``ctxreplay.importers`` (``ctxreplay.registry``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import CtxreplayError
-from .base import SNIFF_BYTES, Importer, Record, importers
+from ...registry import lazy_exports
+from .base import Importer, importers
+from .records import Record
+from .sniffing import SNIFF_BYTES
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..messages import Message, Part, Session, Usage
+    from ..rejects import RecordError, Reject
+    from .base import expect, require
+    from .parts import content_parts
+    from .sniffing import Sample, sample_of
+    from .times import timestamp_of
+
+#: the built-in formats, name → ``module:Class`` (each module registers its class with
+#: ``@importers.register(name)``; a lookup imports the one module it names)
+BUILTIN = {
+    "aider": "ctxreplay.datasets.importers.aider:AiderImporter",
+    "anthropic-messages": "ctxreplay.datasets.importers.anthropic_messages:AnthropicMessagesImporter",
+    "claude-code": "ctxreplay.datasets.importers.claude_code:ClaudeCodeImporter",
+    "cline": "ctxreplay.datasets.importers.cline:ClineImporter",
+    "codex-cli": "ctxreplay.datasets.importers.codex_cli:CodexCliImporter",
+    "gemini-cli": "ctxreplay.datasets.importers.gemini_cli:GeminiCliImporter",
+    "goose": "ctxreplay.datasets.importers.goose:GooseImporter",
+    "inspect-ai": "ctxreplay.datasets.importers.inspect_ai:InspectAIImporter",
+    "langfuse": "ctxreplay.datasets.importers.langfuse:LangfuseImporter",
+    "langsmith": "ctxreplay.datasets.importers.langsmith:LangSmithImporter",
+    "openai-chat": "ctxreplay.datasets.importers.openai_chat:OpenAIChatImporter",
+    "openai-responses": "ctxreplay.datasets.importers.openai_responses:OpenAIResponsesImporter",
+    "opencode": "ctxreplay.datasets.importers.opencode:OpenCodeImporter",
+    "openhands": "ctxreplay.datasets.importers.openhands:OpenHandsImporter",
+    "otel-genai": "ctxreplay.datasets.importers.otel_genai:OtelGenAIImporter",
+    "phoenix": "ctxreplay.datasets.importers.phoenix:PhoenixImporter",
+    "swe-agent": "ctxreplay.datasets.importers.swe_agent:SweAgentImporter",
+    "tau-bench": "ctxreplay.datasets.importers.tau_bench:TauBenchImporter",
+    "tau2-bench": "ctxreplay.datasets.importers.tau2_bench:Tau2BenchImporter",
+}
+
+#: the rest of the plugin kit, imported when first used (``registry.lazy_exports``)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ctxreplay.datasets.messages": ("Message", "Part", "Session", "Usage"),
+        "ctxreplay.datasets.rejects": ("RecordError", "Reject"),
+        "ctxreplay.datasets.importers.base": ("expect", "require"),
+        "ctxreplay.datasets.importers.parts": ("content_parts",),
+        "ctxreplay.datasets.importers.sniffing": ("Sample", "sample_of"),
+        "ctxreplay.datasets.importers.times": ("timestamp_of",),
+    },
+)
 
 #: the least confidence that names a format
 MIN_SCORE = 0.3
@@ -82,12 +137,31 @@ def get_importer(name: str) -> Importer:
     return importers.get(name)()
 
 
+def importer(name: str) -> Callable[[type[Importer]], type[Importer]]:
+    """Register an importer class under ``name`` (``importers.register``)."""
+    return importers.register(name)
+
+
 __all__ = [
+    "SNIFF_BYTES",
     "AmbiguousFormat",
     "Importer",
+    "Message",
+    "Part",
     "Record",
+    "RecordError",
+    "Reject",
+    "Sample",
+    "Session",
+    "Usage",
+    "content_parts",
     "detect",
+    "expect",
     "get_importer",
+    "importer",
     "importers",
+    "require",
+    "sample_of",
     "scores",
+    "timestamp_of",
 ]

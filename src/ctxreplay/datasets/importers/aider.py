@@ -73,8 +73,9 @@ from typing import Any, BinaryIO
 from ..messages import Message, Part, Session, Usage
 from ..rejects import RecordError, Reject, clip
 from ..validate import FLAG_TURN_ABORTED
-from .base import Importer, Record, importers
+from .base import Importer, importers
 from .openai_chat import file_digest
+from .records import Record
 from .sniffing import decode_bytes
 
 FLAG_UNLOGGED_INPUT = "unlogged_input"
@@ -483,6 +484,14 @@ def _metadata(block: _Block, part: _Part, index: int, total: int) -> dict[str, A
     return meta
 
 
+#: detection: the text starts with a session header, and has aider's tool-output lines
+STRUCTURED_SCORE = 0.95
+#: the text starts with a session header
+HEADER_SCORE = 0.9
+#: a session header after something else was written (outside a code fence)
+LATE_HEADER_SCORE = 0.6
+
+
 @importers.register("aider")
 class AiderImporter(Importer):
     """Aider's ``.aider.chat.history.md``: each ``# aider chat started at`` block is a session."""
@@ -497,13 +506,13 @@ class AiderImporter(Importer):
         lines = [line.rstrip("\r") for line in stripped.split("\n")]
         if _HEADER_SNIFF.match(lines[0]):
             structured = any(_Reader._prefixed(line) and line.endswith("  ") for line in lines)
-            return 0.95 if structured else 0.9
+            return STRUCTURED_SCORE if structured else HEADER_SCORE
         fenced = False
         for line in lines:
             if line.lstrip().startswith(("```", "~~~")):
                 fenced = not fenced
             elif not fenced and _HEADER_SNIFF.match(line):
-                return 0.6  # a history with something written before its first session
+                return LATE_HEADER_SCORE
         return 0.0
 
     def read(self, path: Path) -> Iterator[Session | Reject]:

@@ -30,18 +30,12 @@ from typing import Any
 from ..messages import Message, Part, Session, Usage
 from ..rejects import RecordError, Reject
 from ..validate import FLAG_TIMESTAMP_INVALID
-from .base import (
-    Importer,
-    Record,
-    expect,
-    importers,
-    media_part,
-    require,
-    timestamp_of,
-    unknown_part,
-)
+from .base import Importer, expect, importers, require
 from .openai_chat import ANTHROPIC_BLOCKS, file_digest, is_message_array
+from .parts import media_part, unknown_part
+from .records import Record
 from .sniffing import Sample, capped, content_types, is_message, message_list, sample_of
+from .times import timestamp_of
 
 #: message fields only OpenAI-shaped messages have
 _OPENAI_FIELDS = ("tool_calls", "tool_call_id", "function_call", "reasoning_content", "refusal")
@@ -222,6 +216,16 @@ def messages_from_anthropic(record: Any) -> tuple[list[Message], dict[str, Any],
     return messages, meta, sid
 
 
+#: detection: Anthropic content blocks (``tool_use``, ``thinking``, ...)
+BLOCKS_SCORE = 0.9
+#: Anthropic usage fields (``input_tokens``, ``output_tokens``) on the messages
+USAGE_SCORE = 0.85
+#: a logged request whose response holds only Anthropic blocks
+RESPONSE_SCORE = 0.85
+#: plain turns in an Anthropic request body (a top-level ``system``, request keys)
+REQUEST_SCORE = 0.75
+
+
 def anthropic_messages_score(messages: list[dict[str, Any]], top: dict[str, Any] | None) -> float:
     """How surely a message list (and the object holding it) is an Anthropic conversation."""
     roles = {m["role"] for m in messages}
@@ -233,18 +237,18 @@ def anthropic_messages_score(messages: list[dict[str, Any]], top: dict[str, Any]
     if any("x-ctxreplay" in m for m in messages):
         return 0.0
     if types & ANTHROPIC_BLOCKS:
-        return 0.9
+        return BLOCKS_SCORE
     usage: list[dict[str, Any]] = [m["usage"] for m in messages if isinstance(m.get("usage"), dict)]
     if any("input_tokens" in u or "output_tokens" in u for u in usage):
-        return 0.85
+        return USAGE_SCORE
     if top is not None:
         system = top.get("system")
         if isinstance(system, str) or (
             isinstance(system, list) and all(isinstance(b, dict) for b in system)
         ):
-            return 0.75  # a top-level system prompt: Anthropic's shape
+            return REQUEST_SCORE  # a top-level system prompt: Anthropic's shape
         if any(k in top for k in _REQUEST_KEYS):
-            return 0.75
+            return REQUEST_SCORE
     return 0.0  # plain text turns: OpenAI chat reads them the same
 
 
@@ -267,7 +271,7 @@ def _shape_score(record: Any) -> float:
         if isinstance(blocks, list) and {
             b.get("type") for b in blocks if isinstance(b, dict)
         } <= ANTHROPIC_BLOCKS | {"text"}:
-            score = max(score, 0.85, _messages_score(request))
+            score = max(score, RESPONSE_SCORE, _messages_score(request))
     return score
 
 

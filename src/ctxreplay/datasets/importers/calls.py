@@ -33,8 +33,9 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from ..messages import Message, Part, Session, Usage
 from ..rejects import RecordError, Reject, inspect_value
-from .base import Importer, Record, exception_reason
+from .base import Importer, exception_reason
 from .openai_chat import file_digest
+from .records import Record
 
 FLAG_CONVERSATION_SPLIT = "conversation_split"
 FLAG_CONVERSATION_INCOMPLETE = "conversation_incomplete"

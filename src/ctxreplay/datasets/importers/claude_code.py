@@ -77,9 +77,11 @@ from ..validate import (
     FLAG_TURN_ABORTED,
 )
 from .anthropic_messages import _block_parts, anthropic_usage
-from .base import Importer, Record, exception_reason, expect, importers, read_text, timestamp_of
+from .base import Importer, exception_reason, expect, importers
 from .claude_code_files import agent_meta, persisted_outputs, sidecar_kind
+from .records import Record, read_text
 from .sniffing import capped, sample_of
+from .times import timestamp_of
 
 FORMAT = "claude-code"
 FLAG_CLI_META = "cli_meta"
@@ -193,7 +195,7 @@ class ClaudeCodeImporter(Importer):
 
     def sniff(self, path: Path, head: bytes) -> float:
         if sidecar_kind(path) is not None:
-            return 1.0
+            return SIDECAR_SCORE
         if path.suffix != ".jsonl":
             return 0.0
         return sample_of(path, head).mean(_record_score)
@@ -341,6 +343,16 @@ class ClaudeCodeImporter(Importer):
 # --- detection ---------------------------------------------------------------------------------
 
 
+#: detection: a file beside the session logs (``claude_code_files``), known by its place
+SIDECAR_SCORE = 1.0
+#: a message record in its envelope (``sessionId``, ``parentUuid``)
+MESSAGE_SCORE = 0.95
+#: another record kind with the keys only it has (system, summary, file-history-snapshot)
+RECORD_SCORE = 0.9
+#: a small bookkeeping record (``_SMALL_TYPES``) with its ``sessionId``
+SMALL_RECORD_SCORE = 0.85
+
+
 #: bookkeeping record types that carry nothing but ``type``, ``sessionId`` and a value or two
 _SMALL_TYPES = frozenset(
     {"queue-operation", "permission-mode", "ai-title", "custom-title", "last-prompt",
@@ -359,15 +371,15 @@ def _shape_score(r: Any) -> float:
     kind = r["type"]
     envelope = isinstance(r.get("sessionId"), str) and "parentUuid" in r
     if kind in MESSAGE_TYPES and envelope and isinstance(r.get("message"), dict):
-        return 0.95  # a cut record may lack its ``uuid``: it comes last
+        return MESSAGE_SCORE  # a cut record may lack its ``uuid``: it comes last
     if envelope and isinstance(r.get("uuid"), str) and "isSidechain" in r:
-        return 0.9  # system, attachment, progress
+        return RECORD_SCORE  # system, attachment, progress
     if kind == "summary" and isinstance(r.get("summary"), str) and "leafUuid" in r:
-        return 0.9
+        return RECORD_SCORE
     if kind == "file-history-snapshot" and isinstance(r.get("snapshot"), dict):
-        return 0.9
+        return RECORD_SCORE
     if kind in _SMALL_TYPES and isinstance(r.get("sessionId"), str):
-        return 0.85
+        return SMALL_RECORD_SCORE
     return 0.0
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..messages import Message
-from .base import UUID_PATTERN, file_sha256
+from .base import UUID_PATTERN
+from .reader import file_sha256
 
 #: skip reasons (``rejects.SKIPS``) of the files beside the logs
 PERSISTED_OUTPUT = "persisted_output"

@@ -85,22 +85,12 @@ from ..messages import ENCRYPTED_REASONING_MIME, Message, Part, Session, Usage, 
 from ..rejects import RecordError, Reject
 from ..validate import FLAG_CALL_ID_RENAMED, FLAG_COMPACTION_SUMMARY, FLAG_TIMESTAMP_INVALID
 from .anthropic_messages import _block_parts
-from .base import (
-    SNIFF_BYTES,
-    Importer,
-    Record,
-    exception_reason,
-    expect,
-    importers,
-    iso_of_nanos,
-    iter_records,
-    nanos_of,
-    require,
-    sub_record,
-    timestamp_of,
-    unknown_part,
-)
-from .sniffing import Sample, sample_of
+from .base import Importer, exception_reason, expect, importers, require
+from .parts import unknown_part
+from .reader import iter_records
+from .records import Record, sub_record
+from .sniffing import SNIFF_BYTES, Sample, sample_of
+from .times import iso_of_nanos, nanos_of, timestamp_of
 
 HISTORY = "api_conversation_history.json"
 UI_MESSAGES = "ui_messages.json"
@@ -257,32 +247,42 @@ def variant_of(path: Path, found: _TaskFiles | None = None) -> tuple[str, str]:
 # --- detection ----------------------------------------------------------------------------------
 
 
+#: detection: a task's own file (history, UI messages, metadata) in a folder with its others
+TASK_FOLDER_SCORE = 0.95
+#: a file named like a task's, with the task's history beside it, or the task index
+NAMED_SCORE = 0.9
+#: a file shaped like a task's (UI messages, Roo's history keys), wherever it is
+SHAPED_SCORE = 0.9
+#: a file shaped like a task's metadata, wherever it is
+METADATA_SHAPED_SCORE = 0.85
+
+
 def is_task_index(path: Path) -> bool:
     return TASK_INDEXES.get(path.name) == path.parent.name
 
 
 def sniff_cline(path: Path, sample: Sample) -> float:
     if is_task_index(path) and sample.layout in ("array", "document"):
-        return 0.9
+        return NAMED_SCORE
     if path.name == HISTORY:
         records = _history_records(sample)
         if records is None:
             return 0.0
         if has_siblings(path):
-            return 0.95
-        return 0.9 if _roo_keys(records) else 0.0
+            return TASK_FOLDER_SCORE
+        return SHAPED_SCORE if _roo_keys(records) else 0.0
     if path.name in SIDECARS:
         if path.name in (UI_MESSAGES, OLD_UI_MESSAGES) and _looks_like_ui(sample):
-            return 0.95
+            return TASK_FOLDER_SCORE
         if path.name == TASK_METADATA and _looks_like_task_metadata(sample):
-            return 0.95
-        return 0.9 if _has_history(path) else 0.0
+            return TASK_FOLDER_SCORE
+        return NAMED_SCORE if _has_history(path) else 0.0
     if _looks_like_ui(sample):
-        return 0.9
+        return SHAPED_SCORE
     if _looks_like_task_metadata(sample):
-        return 0.85
+        return METADATA_SHAPED_SCORE
     records = _history_records(sample)
-    return 0.9 if records and _roo_keys(records) else 0.0
+    return SHAPED_SCORE if records and _roo_keys(records) else 0.0
 
 
 # --- the history's messages ---------------------------------------------------------------------

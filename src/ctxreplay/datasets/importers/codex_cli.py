@@ -49,10 +49,12 @@ from typing import Any
 from ..messages import Message, Part, Session, Usage, as_dict
 from ..rejects import RecordError, Reject
 from ..validate import FLAG_COMPACTION_SUMMARY, FLAG_TURN_ABORTED
-from .base import Importer, Record, expect, importers, raising, timestamp_of, uuid_in_name
+from .base import Importer, expect, importers, raising, uuid_in_name
 from .openai_chat import file_digest
 from .openai_responses import ITEM_TYPES, ItemReader
+from .records import Record
 from .sniffing import Sample, capped, sample_of
+from .times import timestamp_of
 
 RECORD_TYPES = frozenset(
     {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
@@ -332,6 +334,16 @@ class CodexCliImporter(Importer):
 # --- detection ---------------------------------------------------------------------------------
 
 
+#: detection: the ``session_meta`` record with the CLI's version
+SESSION_META_SCORE = 0.99
+#: a rollout record: a known ``type`` with its ``payload``
+RECORD_SCORE = 0.95
+#: an early rollout's state record, or its meta line followed by bare items
+EARLY_ROLLOUT_SCORE = 0.9
+#: a known ``type`` with a ``payload`` that is not an object
+BAD_PAYLOAD_SCORE = 0.5
+
+
 def _record_score(record: Any) -> float:
     return capped(_shape_score(record), record)
 
@@ -342,12 +354,12 @@ def _shape_score(record: Any) -> float:
     if "payload" in record and record.get("type") in RECORD_TYPES:
         payload = record["payload"]
         if not isinstance(payload, dict):
-            return 0.5
+            return BAD_PAYLOAD_SCORE
         if record["type"] == "session_meta" and "cli_version" in payload:
-            return 0.99
-        return 0.95
+            return SESSION_META_SCORE
+        return RECORD_SCORE
     if record.get("record_type") == "state":
-        return 0.9
+        return EARLY_ROLLOUT_SCORE
     return 0.0
 
 
@@ -362,5 +374,5 @@ def sniff_codex(sample: Sample) -> float:
         and {"id", "timestamp"} <= set(first)
         and any(isinstance(r, dict) and r.get("type") in ITEM_TYPES for r in sample.records[1:])
     ):
-        return max(score, 0.9)
+        return max(score, EARLY_ROLLOUT_SCORE)
     return score

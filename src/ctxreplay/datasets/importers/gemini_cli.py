@@ -89,20 +89,12 @@ from typing import Any
 from ..messages import Message, Part, Session, Usage
 from ..rejects import RecordError, Reject
 from ..validate import FLAG_ABANDONED_BRANCH, FLAG_COMPACTION_SUMMARY, FLAG_TIMESTAMP_INVALID
-from .base import (
-    SNIFF_BYTES,
-    Importer,
-    Record,
-    expect,
-    importers,
-    raising,
-    require,
-    timestamp_of,
-    uuid_in_name,
-)
-from .base import unknown_part as _unknown_part
+from .base import Importer, expect, importers, raising, require, uuid_in_name
 from .openai_chat import file_digest
-from .sniffing import Sample, sample_of
+from .parts import unknown_part as _unknown_part
+from .records import Record
+from .sniffing import SNIFF_BYTES, Sample, sample_of
+from .times import timestamp_of
 
 __all__ = ["GeminiCliImporter"]
 
@@ -1004,10 +996,28 @@ def _is_content(value: Any) -> bool:
     return all(isinstance(p, dict) and p and set(p) <= PART_KEYS and "type" not in p for p in parts)
 
 
+#: detection: a chat: its metadata, then only message records (a document or JSONL)
+CHAT_SCORE = 0.95
+#: ``logs.json``: an array of the CLI's log entries
+LOGS_SCORE = 0.95
+#: an API ``contents`` list with a ``model`` turn
+CONTENTS_SCORE = 0.9
+#: JSONL of message records without the metadata line
+MESSAGES_SCORE = 0.8
+#: JSONL that starts with the metadata, then holds other lines too
+PARTIAL_JSONL_SCORE = 0.7
+#: a ``contents`` list of user turns only
+USER_CONTENTS_SCORE = 0.7
+#: a chat document whose messages are not all message records
+PARTIAL_CHAT_SCORE = 0.6
+#: an empty array named ``logs.json``
+EMPTY_LOGS_SCORE = 0.5
+
+
 def _contents_score(items: Any) -> float:
     if not isinstance(items, list | tuple) or not items or not all(_is_content(c) for c in items):
         return 0.0
-    return 0.9 if any(c["role"] == "model" for c in items) else 0.7
+    return CONTENTS_SCORE if any(c["role"] == "model" for c in items) else USER_CONTENTS_SCORE
 
 
 def sniff_gemini(sample: Sample) -> float:
@@ -1019,16 +1029,16 @@ def sniff_gemini(sample: Sample) -> float:
         if _is_meta(doc) and isinstance(doc.get("messages"), list):
             messages = doc["messages"]
             if all(_is_message_record(m) for m in messages):
-                return 0.95
-            return 0.6
+                return CHAT_SCORE
+            return PARTIAL_CHAT_SCORE
         if "history" in doc and set(doc) <= {"history", "authType"}:
             return _contents_score(doc["history"])
         return 0.0
     if sample.layout == "array":
         if not records:
-            return 0.5 if sample.path.name == "logs.json" else 0.0
+            return EMPTY_LOGS_SCORE if sample.path.name == "logs.json" else 0.0
         if all(_is_log_entry(r) for r in records):
-            return 0.95
+            return LOGS_SCORE
         return _contents_score(records)
     if sample.layout == "jsonl" and records:
         rest = records[1:]
@@ -1039,7 +1049,7 @@ def sniff_gemini(sample: Sample) -> float:
             or (isinstance(r, dict) and (isinstance(r.get("$set"), dict) or "$rewindTo" in r))
         ]
         if _is_meta(records[0]):
-            return 0.95 if len(marks) == len(rest) else 0.7
+            return CHAT_SCORE if len(marks) == len(rest) else PARTIAL_JSONL_SCORE
         if all(_is_message_record(r) for r in records):
-            return 0.8
+            return MESSAGES_SCORE
     return 0.0

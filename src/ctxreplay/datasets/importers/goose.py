@@ -66,15 +66,9 @@ from typing import Any
 from ..messages import Message, Part, Session, as_dict
 from ..rejects import RecordError, Reject, clip
 from ..validate import FLAG_COMPACTION_SUMMARY, FLAG_TIMESTAMP_INVALID
-from .base import (
-    Record,
-    exception_reason,
-    expect,
-    importers,
-    require,
-    timestamp_of,
-    unknown_part,
-)
+from .base import exception_reason, expect, importers, require
+from .parts import unknown_part
+from .records import Record
 from .sniffing import Sample, sample_of
 from .sqlite import (
     DB_ERRORS,
@@ -87,6 +81,7 @@ from .sqlite import (
     select,
     text_of,
 )
+from .times import timestamp_of
 
 FORMAT = "goose"
 #: content items Goose shows the user but never sends to the model
@@ -662,11 +657,21 @@ def _json_or_none(value: Any) -> Any:
 # --- detection ---------------------------------------------------------------------------------
 
 
+#: detection: the session's metadata line (``description``, ``message_count``)
+METADATA_SCORE = 0.95
+#: a message with content only Goose writes (tool requests and responses, UI items)
+CONTENT_SCORE = 0.95
+#: a message with Goose's keys and nothing else
+MESSAGE_KEYS_SCORE = 0.7
+#: a message with Goose's ``role``, ``content`` list and integer ``created``, among other keys
+LOOSE_MESSAGE_SCORE = 0.3
+
+
 def _line_score(record: Any) -> float:
     if not isinstance(record, dict):
         return 0.0
     if _is_metadata(record) and {"description", "message_count"} <= set(record):
-        return 0.95
+        return METADATA_SCORE
     role, content = record.get("role"), record.get("content")
     if role not in ("user", "assistant") or not isinstance(content, list):
         return 0.0
@@ -674,10 +679,10 @@ def _line_score(record: Any) -> float:
         return 0.0
     kinds = {c.get("type") for c in content if isinstance(c, dict)}
     if kinds & ({"toolRequest", "toolResponse", "redactedThinking", *UI_ITEMS}):
-        return 0.95
+        return CONTENT_SCORE
     if set(record) <= {"id", "role", "created", "content", "metadata"}:
-        return 0.7
-    return 0.3
+        return MESSAGE_KEYS_SCORE
+    return LOOSE_MESSAGE_SCORE
 
 
 def sniff_jsonl(sample: Sample) -> float:

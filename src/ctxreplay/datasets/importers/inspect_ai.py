@@ -61,22 +61,13 @@ from typing import Any
 from ..messages import Message, Part, Session, Usage, as_dict
 from ..rejects import RecordError, Reject, clip, inspect_value
 from ..validate import FLAG_TIMESTAMP_INVALID
-from .base import (
-    Importer,
-    Record,
-    _checked,
-    _parse_failure,
-    expect,
-    importers,
-    loads,
-    require,
-    salvage_file,
-    sub_record,
-    timestamp_of,
-    unknown_part,
-)
+from .base import Importer, expect, importers, require
 from .openai_chat import file_digest
+from .parts import unknown_part
+from .reader import salvage_file
+from .records import Record, checked_record, loads, parse_failure, sub_record
 from .sniffing import Sample, capped, decode_bytes, sample_of
+from .times import timestamp_of
 
 __all__ = ["DATA_MIME", "InspectAIImporter", "usage_of"]
 
@@ -104,7 +95,7 @@ class InspectAIImporter(Importer):
             return _archive_score(path)
         score = _log_score(sample_of(path, head))
         if path.suffix == ".eval" and score == 0.0:
-            return 0.4  # only this format uses the ending: read it, and say why it is damaged
+            return EVAL_SUFFIX_SCORE  # only this format uses the ending: read it, say why it is damaged
         return score
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
@@ -171,10 +162,10 @@ class InspectAIImporter(Importer):
         try:
             value = loads(text)
         except (ValueError, RecordError) as e:
-            reason, detail = _parse_failure(e, _cut(text))
+            reason, detail = parse_failure(e, _cut(text))
             yield Reject(str(where), reason, detail, raw, self.name, index, None, None, "$")
             return
-        record = _checked(Record(index, value, raw), self.name, where)
+        record = checked_record(Record(index, value, raw), self.name, where)
         if isinstance(record, Reject):
             yield record
             return
@@ -228,7 +219,7 @@ class InspectAIImporter(Importer):
             if isinstance(record, Reject):
                 yield record
                 continue
-            record = _checked(record, self.name, path)
+            record = checked_record(record, self.name, path)
             if isinstance(record, Reject):
                 record.json_path = f"$.samples[{record.record}]" + (record.json_path or "$")[1:]
                 yield record
@@ -773,19 +764,31 @@ def _cut(text: str) -> bool:
 # --- detection ----------------------------------------------------------------------------------
 
 
+#: detection: a ``.eval`` archive with its header and samples (or summaries)
+ARCHIVE_SCORE = 0.95
+#: a log document with its samples, or with two of version/status/plan/results/stats
+LOG_SCORE = 0.95
+#: an archive with its header or its samples, not both
+PARTIAL_ARCHIVE_SCORE = 0.8
+#: a log document with only its ``eval``
+EVAL_ONLY_SCORE = 0.7
+#: a damaged file with the ``.eval`` ending, which only this format uses
+EVAL_SUFFIX_SCORE = 0.4
+
+
 def _archive_score(path: Path) -> float:
     """A zip holding an inspect log's members (header, journal, samples)."""
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
-        return 0.4 if path.suffix == ".eval" else 0.0
+        return EVAL_SUFFIX_SCORE if path.suffix == ".eval" else 0.0
     has_header = any(n in HEADER_MEMBERS for n in names)
     has_samples = any(n.startswith("samples/") and n.endswith(".json") for n in names)
     if has_header and (has_samples or "summaries.json" in names or "reductions.json" in names):
-        return 0.95
+        return ARCHIVE_SCORE
     if has_header or has_samples:
-        return 0.8
+        return PARTIAL_ARCHIVE_SCORE
     return 0.0
 
 
@@ -811,5 +814,5 @@ def _shape_score(doc: dict[str, Any]) -> float:
     )
     around = sum(k in doc for k in ("version", "status", "plan", "results", "stats"))
     if samples_shaped or around >= 2:
-        return 0.95
-    return 0.7
+        return LOG_SCORE
+    return EVAL_ONLY_SCORE

@@ -59,18 +59,12 @@ from ..messages import Message, Part, Session, Usage, as_dict, dumps_arguments
 from ..rejects import RecordError, Reject, inspect_value
 from ..validate import FLAG_TIMESTAMP_INVALID, FLAG_USAGE_OUT_OF_RANGE
 from .anthropic_messages import _block_parts
-from .base import (
-    InvalidTime,
-    Record,
-    content_parts,
-    expect,
-    importers,
-    nanos_of,
-    timestamp_of,
-    unknown_part,
-)
+from .base import expect, importers
 from .calls import CallTreeImporter, Node, ToolRun
+from .parts import content_parts, unknown_part
+from .records import Record
 from .sniffing import capped, decode_bytes, sample_of
+from .times import InvalidTime, nanos_of, timestamp_of
 
 # --- values as observability tools record them ---------------------------------------------
 
@@ -557,12 +551,33 @@ def _csv_header(text: str) -> list[str]:
         return []
 
 
+#: detection: observations with their timing or parent (alone, or a list under ``observations``
+#: or ``data``)
+OBSERVATION_SCORE = 0.95
+#: a trace with its observations, or a bare list of observations
+TRACE_SCORE = 0.9
+#: an observation without timing or parent
+BARE_OBSERVATION_SCORE = 0.8
+#: a traces row (a trace without observations) naming its session
+TRACE_ROW_SCORE = 0.5
+#: a CSV export of observations with their start times
+CSV_OBSERVATIONS_SCORE = 0.9
+#: a CSV export of observations without start times
+CSV_BARE_OBSERVATIONS_SCORE = 0.7
+#: a CSV export of traces
+CSV_TRACES_SCORE = 0.6
+
+
 def _csv_score(text: str) -> float:
     columns = set(_csv_header(text))
     if {"id", "type"} <= columns and columns & {"traceId", "trace_id"}:
-        return 0.9 if columns & {"startTime", "start_time"} else 0.7
+        return (
+            CSV_OBSERVATIONS_SCORE
+            if columns & {"startTime", "start_time"}
+            else CSV_BARE_OBSERVATIONS_SCORE
+        )
     if {"id", "timestamp"} <= columns and columns & {"sessionId", "session_id"}:
-        return 0.6  # a traces export
+        return CSV_TRACES_SCORE
     return 0.0
 
 
@@ -673,20 +688,20 @@ def _shape_score(record: Any) -> float:
     if is_observation(record):
         obs = record
         fields = ("startTime", "start_time", "parentObservationId", "parent_observation_id")
-        return 0.95 if any(f in obs for f in fields) else 0.8
+        return OBSERVATION_SCORE if any(f in obs for f in fields) else BARE_OBSERVATION_SCORE
     if isinstance(record, list):
         inner = [r for r in record[:16] if isinstance(r, dict)]
-        return 0.9 if inner and all(is_observation(r) for r in inner) else 0.0
+        return TRACE_SCORE if inner and all(is_observation(r) for r in inner) else 0.0
     if not isinstance(record, dict):
         return 0.0
     for key in ("observations", "data"):
         items = record.get(key)
         if isinstance(items, list) and items and is_observation(items[0]):
-            return 0.95
+            return OBSERVATION_SCORE
     if isinstance(record.get("trace"), dict) and isinstance(record.get("observations"), list):
-        return 0.9
+        return TRACE_SCORE
     if is_trace_row(record) and any(k in record for k in ("sessionId", "session_id")):
-        return 0.5
+        return TRACE_ROW_SCORE
     return 0.0
 
 

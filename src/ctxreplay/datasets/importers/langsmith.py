@@ -80,20 +80,7 @@ from ..messages import Message, Part, Session, Usage, as_dict
 from ..rejects import RecordError, Reject, inspect_value
 from ..validate import FLAG_TIMESTAMP_INVALID, FLAG_USAGE_OUT_OF_RANGE
 from .anthropic_messages import _block_parts, _message, _system, anthropic_usage
-from .base import (
-    Importer,
-    InvalidTime,
-    Record,
-    content_parts,
-    expect,
-    importers,
-    iso_of_nanos,
-    loads,
-    nanos_of,
-    require,
-    sub_record,
-    unknown_part,
-)
+from .base import Importer, expect, importers, require
 from .calls import (
     Call,
     Rejects,
@@ -105,7 +92,10 @@ from .calls import (
     numbered,
 )
 from .openai_chat import ANTHROPIC_BLOCKS, file_digest, messages_from_openai
+from .parts import content_parts, unknown_part
+from .records import Record, loads, sub_record
 from .sniffing import PARQUET_MAGIC, capped, content_types, is_parquet, sample_of
+from .times import InvalidTime, iso_of_nanos, nanos_of
 
 RUN_TYPES = frozenset({"llm", "chain", "tool", "retriever", "prompt", "parser", "embedding"})
 #: run types of a model call (``chat_model`` is what LangChain's streaming events call it)
@@ -728,6 +718,13 @@ def _is_runs_document(value: Any) -> bool:
     )
 
 
+#: detection: a run (or runs' Parquet columns) with its trace placement (``dotted_order``,
+#: ``trace_id``)
+RUN_SCORE = 0.95
+#: a run with its ``start_time`` but no trace placement
+LOOSE_RUN_SCORE = 0.8
+
+
 def _run_score(record: Any) -> float:
     if _is_runs_document(record):
         runs = record["runs"][:8]
@@ -737,8 +734,8 @@ def _run_score(record: Any) -> float:
     if not ("inputs" in record or "outputs" in record):
         return 0.0
     if "dotted_order" in record or "trace_id" in record:
-        return capped(0.95, record)
-    return capped(0.8, record) if "start_time" in record else 0.0
+        return capped(RUN_SCORE, record)
+    return capped(LOOSE_RUN_SCORE, record) if "start_time" in record else 0.0
 
 
 def _parquet_score(path: Path) -> float:
@@ -748,7 +745,7 @@ def _parquet_score(path: Path) -> float:
         return 0.0
     if "run_type" not in names or not names & {"inputs", "outputs"}:
         return 0.0
-    return 0.95 if names & {"dotted_order", "trace_id"} else 0.8
+    return RUN_SCORE if names & {"dotted_order", "trace_id"} else LOOSE_RUN_SCORE
 
 
 # --- the importer -------------------------------------------------------------------------------

@@ -23,18 +23,12 @@ from typing import Any
 from ..messages import PART_TYPES, ROLES, Message, Part, Session, as_dict, usage_from
 from ..rejects import RecordError, Reject
 from ..validate import FLAG_TIMESTAMP_INVALID
-from .base import (
-    Importer,
-    Record,
-    content_parts,
-    expect,
-    file_sha256,
-    first_array_element,
-    importers,
-    require,
-    timestamp_of,
-)
+from .base import Importer, expect, importers, require
+from .parts import content_parts
+from .reader import file_sha256, first_array_element
+from .records import Record
 from .sniffing import Sample, capped, content_types, is_message, message_list, sample_of
+from .times import timestamp_of
 
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 #: content part types of the OpenAI APIs
@@ -174,6 +168,18 @@ def is_message_array(path: Path, fmt: str) -> bool:
 # --- detection ----------------------------------------------------------------------------------
 
 
+#: detection: messages carrying ctxreplay's own export field
+EXPORT_SCORE = 0.95
+#: roles, content parts or fields only OpenAI chat has
+OPENAI_SCORE = 0.85
+#: plain text turns (Anthropic's plain turns look the same)
+PLAIN_SCORE = 0.6
+#: beside a top-level ``system`` prompt: Anthropic's shape, which OpenAI would drop
+TOP_SYSTEM_SCORE = 0.2
+#: messages with Anthropic content blocks: read as OpenAI they would become plain text
+ANTHROPIC_BLOCKS_SCORE = 0.1
+
+
 def openai_messages_score(messages: list[dict[str, Any]], top: dict[str, Any] | None) -> float:
     """How surely a message list (and the object holding it) is OpenAI chat."""
     roles = {m["role"] for m in messages}
@@ -181,11 +187,11 @@ def openai_messages_score(messages: list[dict[str, Any]], top: dict[str, Any] | 
         return 0.0
     types = set().union(*(content_types(m) for m in messages))
     if types & ANTHROPIC_BLOCKS:
-        return 0.1  # Anthropic content blocks: read as OpenAI they would become plain text
+        return ANTHROPIC_BLOCKS_SCORE
     if any(EXT in m for m in messages):
-        return 0.95  # our own export
+        return EXPORT_SCORE
     if top is not None and "system" in top:
-        return 0.2  # a top-level system prompt is Anthropic's shape; OpenAI would drop it
+        return TOP_SYSTEM_SCORE
     evidence = (
         roles & {"system", "developer", "tool", "function"}
         or types & _OPENAI_PARTS - {"text"}
@@ -198,7 +204,7 @@ def openai_messages_score(messages: list[dict[str, Any]], top: dict[str, Any] | 
             for m in messages
         )
     )
-    return 0.85 if evidence else 0.6
+    return OPENAI_SCORE if evidence else PLAIN_SCORE
 
 
 def _record_score(record: Any) -> float:

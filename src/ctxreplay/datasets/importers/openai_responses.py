@@ -91,18 +91,13 @@ from ..messages import (
 )
 from ..rejects import RecordError, Reject
 from ..validate import FLAG_ABANDONED_BRANCH, FLAG_TIMESTAMP_INVALID
-from .base import (
-    Importer,
-    Record,
-    expect,
-    first_array_element,
-    importers,
-    require,
-    timestamp_of,
-    unknown_part,
-)
+from .base import Importer, expect, importers, require
 from .openai_chat import file_digest
+from .parts import unknown_part
+from .reader import first_array_element
+from .records import Record
 from .sniffing import Sample, capped, sample_of
+from .times import timestamp_of
 
 REFUSAL_MIME = "application/vnd.openai.refusal"
 #: ``name`` of a reasoning part that holds reasoning summary text
@@ -957,6 +952,18 @@ def _parents_first(calls: list[_Call]) -> list[_Call]:
 # --- detection ---------------------------------------------------------------------------------
 
 
+#: detection: a ``response`` object, or items most of which have a Responses item ``type``
+RESPONSE_SCORE = 0.95
+#: role messages with Responses content parts (``input_text``, ...)
+MESSAGE_ITEMS_SCORE = 0.85
+#: text ``input`` beside Responses fields or output
+TEXT_INPUT_SCORE = 0.8
+#: a bare item with a Responses ``type``
+BARE_ITEM_SCORE = 0.75
+#: items fewer than half of which have a Responses item ``type``
+SOME_ITEMS_SCORE = 0.7
+
+
 def _items_score(items: Any) -> float:
     """How surely ``items`` is a list of Responses items."""
     if not isinstance(items, list) or not items:
@@ -966,7 +973,7 @@ def _items_score(items: Any) -> float:
         return 0.0
     typed = [i for i in dicts if i.get("type") in ITEM_TYPES]
     if typed:
-        return 0.95 if len(typed) * 2 >= len(dicts) else 0.7
+        return RESPONSE_SCORE if len(typed) * 2 >= len(dicts) else SOME_ITEMS_SCORE
     parts = {
         p.get("type")
         for i in dicts
@@ -974,7 +981,9 @@ def _items_score(items: Any) -> float:
         for p in i["content"]
         if isinstance(p, dict)
     }
-    return 0.85 if parts & _CONTENT_TYPES and all("role" in i for i in dicts) else 0.0
+    if parts & _CONTENT_TYPES and all("role" in i for i in dicts):
+        return MESSAGE_ITEMS_SCORE
+    return 0.0
 
 
 def _record_score(record: Any) -> float:
@@ -989,12 +998,12 @@ def _shape_score(record: Any) -> float:
         response = as_dict(record.get("response"))
         return max(_items_score(request.get("input")), _items_score(response.get("output")))
     if record.get("object") == "response" and isinstance(record.get("output"), list):
-        return 0.95
+        return RESPONSE_SCORE
     output = _items_score(record.get("output"))
     inputs = record.get("input")
     if isinstance(inputs, str):
         linked = any(k in record for k in ("previous_response_id", "instructions", "conversation"))
-        input_score = 0.8 if linked or output else 0.0
+        input_score = TEXT_INPUT_SCORE if linked or output else 0.0
     else:
         input_score = _items_score(inputs)
     if output or input_score:
@@ -1003,7 +1012,7 @@ def _shape_score(record: Any) -> float:
         key = "items" if isinstance(record.get("items"), list) else "data"
         return _items_score(record[key])
     if record.get("type") in ITEM_TYPES and record.get("type") not in ("session_meta",):
-        return 0.75  # a bare item
+        return BARE_ITEM_SCORE
     return 0.0
 
 

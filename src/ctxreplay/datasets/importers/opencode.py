@@ -84,16 +84,9 @@ from ..validate import (
     FLAG_TIMESTAMP_INVALID,
     FLAG_TURN_ABORTED,
 )
-from .base import (
-    Record,
-    exception_reason,
-    expect,
-    importers,
-    require,
-    sub_record,
-    timestamp_of,
-    unknown_part,
-)
+from .base import exception_reason, expect, importers, require
+from .parts import unknown_part
+from .records import Record, sub_record
 from .sniffing import Sample, sample_of
 from .sqlite import (
     DB_ERRORS,
@@ -106,6 +99,7 @@ from .sqlite import (
     select,
     text_of,
 )
+from .times import timestamp_of
 
 FORMAT = "opencode"
 #: what OpenCode sends the model for a ``compaction`` part and a ``subtask`` part
@@ -969,6 +963,14 @@ def _task_callers(conn: sqlite3.Connection) -> dict[str, str]:
 # --- detection ---------------------------------------------------------------------------------
 
 
+#: detection: an export whose messages all have their ``info`` and ``parts``
+EXPORT_SCORE = 0.97
+#: an export with no messages
+EMPTY_EXPORT_SCORE = 0.8
+#: an export some of whose messages are not shaped like OpenCode's
+PARTIAL_EXPORT_SCORE = 0.6
+
+
 def _export_score(record: Any) -> float:
     if not isinstance(record, dict):
         return 0.0
@@ -978,7 +980,7 @@ def _export_score(record: Any) -> float:
     if not isinstance(info.get("id"), str) or not {"projectID", "directory", "slug"} & set(info):
         return 0.0
     if not messages:
-        return 0.8
+        return EMPTY_EXPORT_SCORE
     shaped = [
         m
         for m in messages
@@ -987,7 +989,7 @@ def _export_score(record: Any) -> float:
         and isinstance(m["info"].get("role"), str)
         and isinstance(m.get("parts"), list)
     ]
-    return 0.97 if len(shaped) == len(messages) else 0.6
+    return EXPORT_SCORE if len(shaped) == len(messages) else PARTIAL_EXPORT_SCORE
 
 
 def sniff_export(sample: Sample) -> float:

@@ -38,17 +38,12 @@ from typing import Any
 from ..messages import Message, Part, Session, Usage, as_dict, usage_from
 from ..rejects import Reject
 from ..validate import FLAG_FROM_INSTRUCTION, FLAG_TIMESTAMP_INVALID
-from .base import (
-    Importer,
-    Record,
-    content_parts,
-    expect,
-    importers,
-    require,
-    timestamp_of,
-)
+from .base import Importer, expect, importers, require
 from .openai_chat import file_digest
+from .parts import content_parts
+from .records import Record
 from .sniffing import capped, sample_of
+from .times import timestamp_of
 
 FLAG_UNKNOWN_EVENT_KIND = "unknown_event_kind"
 __all__ = ["FLAG_FROM_INSTRUCTION", "FLAG_UNKNOWN_EVENT_KIND", "OpenHandsImporter"]
@@ -266,6 +261,14 @@ def _output_score(record: Any) -> float:
     return capped(_shape_score(record), record)
 
 
+#: detection: a history with the events of model calls
+LLM_EVENTS_SCORE = 0.95
+#: a history of events, each with its ``kind``
+EVENTS_SCORE = 0.75
+#: an output row (``instance_id``, ``instruction``) whose history holds no role messages
+TASK_SCORE = 0.7
+
+
 def _shape_score(record: Any) -> float:
     """An output row: ``{instance_id, instruction?, history: [events with a kind]}``."""
     if not isinstance(record, dict) or not isinstance(record.get("history"), list):
@@ -273,11 +276,11 @@ def _shape_score(record: Any) -> float:
     events = [e for e in record["history"][:16] if isinstance(e, dict)]
     kinds = {e.get("kind") for e in events}
     if kinds & LLM_EVENTS:
-        return 0.95
+        return LLM_EVENTS_SCORE
     if events and all(isinstance(k, str) for k in kinds):
-        return 0.75
+        return EVENTS_SCORE
     if "instance_id" in record and "instruction" in record:
-        return 0.7 if not any("role" in e for e in events) else 0.0
+        return TASK_SCORE if not any("role" in e for e in events) else 0.0
     return 0.0
 
 

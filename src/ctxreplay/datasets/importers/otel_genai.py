@@ -108,17 +108,7 @@ from typing import Any
 from ..messages import ROLES, Message, Part, Session, Usage, as_dict, dumps_arguments
 from ..rejects import RecordError, Reject, inspect_value
 from ..validate import FLAG_COMPACTION_SUMMARY, FLAG_TIMESTAMP_INVALID, FLAG_USAGE_OUT_OF_RANGE
-from .base import (
-    Importer,
-    InvalidTime,
-    Record,
-    content_parts,
-    expect,
-    importers,
-    iso_of_nanos,
-    nanos_of,
-    unknown_part,
-)
+from .base import Importer, expect, importers
 from .calls import (
     Call,
     Chain,
@@ -135,7 +125,10 @@ from .calls import (
     same,
 )
 from .openai_chat import file_digest
+from .parts import content_parts, unknown_part
+from .records import Record
 from .sniffing import capped, sample_of
+from .times import InvalidTime, iso_of_nanos, nanos_of
 
 INPUT = "gen_ai.input.messages"
 OUTPUT = "gen_ai.output.messages"
@@ -866,19 +859,29 @@ def _otel_score(record: Any) -> float:
     return capped(_shape_score(record), record)
 
 
+#: detection: spans or events carrying GenAI messages
+MESSAGES_SCORE = 0.95
+#: spans with other ``gen_ai.*`` attributes
+GENAI_KEYS_SCORE = 0.8
+#: OTLP spans without GenAI attributes
+OTLP_SCORE = 0.6
+#: flat span records without GenAI attributes
+FLAT_SPAN_SCORE = 0.4
+
+
 def _shape_score(record: Any) -> float:
     shape = _span_shape(record)
     messages = bool(shape.keys & {INPUT, OUTPUT}) or bool(shape.events)
     if messages:
-        return 0.95
+        return MESSAGES_SCORE
     if shape.openinference:  # OpenInference spans without GenAI messages: not this format
         return 0.0
     if any(k.startswith("gen_ai.") for k in shape.keys):
-        return 0.8
+        return GENAI_KEYS_SCORE
     if shape.otlp:
-        return 0.6
+        return OTLP_SCORE
     if shape.flat:
-        return 0.4
+        return FLAT_SPAN_SCORE
     return 0.0
 
 

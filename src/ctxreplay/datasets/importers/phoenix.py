@@ -54,7 +54,7 @@ import pyarrow.parquet as pq
 from ..messages import Message, Part, Usage, as_dict, dumps_arguments
 from ..rejects import RecordError, Reject
 from ..validate import FLAG_TIMESTAMP_INVALID, FLAG_USAGE_OUT_OF_RANGE
-from .base import Record, expect, importers, sub_record, timestamp_of, unknown_part
+from .base import expect, importers
 from .calls import CallTreeImporter, Node, ToolRun
 from .langfuse import (
     count,
@@ -66,7 +66,10 @@ from .langfuse import (
     text_of,
 )
 from .otel_genai import attributes
+from .parts import unknown_part
+from .records import Record, sub_record
 from .sniffing import PARQUET_MAGIC, capped, is_parquet, sample_of
+from .times import timestamp_of
 
 #: ``openinference.span.kind`` values (the spec's, and Phoenix's ``UNKNOWN``)
 SPAN_KINDS = frozenset(
@@ -513,6 +516,14 @@ def _keys(span: Any) -> set[str]:
         return set()
 
 
+#: detection: spans (or Parquet columns) with OpenInference attributes
+OPENINFERENCE_SCORE = 0.9
+#: spans with an OpenInference ``span_kind`` and a span id, without its attributes
+SPAN_KIND_SCORE = 0.85
+#: Parquet span columns with GenAI attributes
+GENAI_PARQUET_SCORE = 0.3
+
+
 def _span_score(span: Any) -> float:
     if not isinstance(span, dict):
         return 0.0
@@ -520,10 +531,10 @@ def _span_score(span: Any) -> float:
     if any(k.startswith(_GENAI) for k in keys):
         return 0.0  # OTel GenAI messages: the otel-genai format's
     if any(k.startswith(_OI_PREFIXES) for k in keys):
-        return 0.9
+        return OPENINFERENCE_SCORE
     kind = span.get("span_kind")
     if isinstance(kind, str) and kind.upper() in SPAN_KINDS and _context(span, "span_id"):
-        return 0.85
+        return SPAN_KIND_SCORE
     return 0.0
 
 
@@ -546,9 +557,9 @@ def _parquet_score(path: Path) -> float:
         return 0.0
     attrs = {c[len("attributes.") :] for c in columns if c.startswith("attributes.")}
     if any(a.startswith(_GENAI) for a in attrs):
-        return 0.3
+        return GENAI_PARQUET_SCORE
     if "context.span_id" in columns and (
         "span_kind" in columns or any(a.startswith(_OI_PREFIXES) for a in attrs)
     ):
-        return 0.9
+        return OPENINFERENCE_SCORE
     return 0.0

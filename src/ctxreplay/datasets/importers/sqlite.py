@@ -34,7 +34,8 @@ from typing import Any, ClassVar
 
 from ..messages import Session
 from ..rejects import RecordError, Reject, clip, inspect_value
-from .base import Importer, loads
+from .base import Importer
+from .records import loads
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: what reading a damaged database raises (sqlite3 decodes column names strictly)

@@ -30,15 +30,10 @@ from typing import Any
 
 from ..messages import Message, Part, Session, as_dict
 from ..rejects import RecordError, Reject
-from .base import (
-    Importer,
-    Record,
-    content_parts,
-    expect,
-    importers,
-    require,
-)
+from .base import Importer, expect, importers, require
 from .openai_chat import file_digest
+from .parts import content_parts
+from .records import Record
 from .sniffing import capped, sample_of
 
 FLAG_DEMO = "demo"
@@ -70,6 +65,14 @@ def split_command(content: str, thought: Any, command: str) -> tuple[str, bool]:
     return content, False
 
 
+#: detection: a ``history`` of SWE-agent messages (with ``agent``, ``is_demo``, ...)
+HISTORY_SCORE = 0.9
+#: a ``trajectory`` of action/observation steps
+TRAJECTORY_SCORE = 0.85
+#: added for the ``.traj`` ending, which only SWE-agent uses
+TRAJ_SUFFIX_BONUS = 0.05
+
+
 @importers.register("swe-agent")
 class SweAgentImporter(Importer):
     """SWE-agent ``.traj`` files, textual and function-calling."""
@@ -81,7 +84,7 @@ class SweAgentImporter(Importer):
         if sample.layout != "document":
             return 0.0
         score = capped(_trajectory_score(sample.records[0]), sample.records[0])
-        return score + 0.05 if score and path.suffix == ".traj" else score
+        return score + TRAJ_SUFFIX_BONUS if score and path.suffix == ".traj" else score
 
     def read(self, path: Path) -> Iterator[Session | Reject]:
         self._digest = file_digest(path)
@@ -230,10 +233,10 @@ def _trajectory_score(doc: Any) -> float:
         if any(isinstance(m.get("role"), str) for m in entries) and any(
             "agent" in m or "is_demo" in m or "message_type" in m for m in entries
         ):
-            return 0.9
+            return HISTORY_SCORE
     trajectory = doc.get("trajectory")
     if isinstance(trajectory, list) and trajectory:
         steps = trajectory[:8]
         if all(isinstance(t, dict) and "action" in t and "observation" in t for t in steps):
-            return 0.85
+            return TRAJECTORY_SCORE
     return 0.0

@@ -34,20 +34,13 @@ from typing import Any
 from ..messages import Message, Part, Session, Usage, usage_from
 from ..rejects import RecordError, Reject, inspect_value
 from ..validate import FLAG_SYSTEM_REBUILT, FLAG_TIMESTAMP_INVALID
-from .base import (
-    Importer,
-    Record,
-    _checked,
-    content_parts,
-    expect,
-    importers,
-    require,
-    salvage_file,
-    sub_record,
-    timestamp_of,
-)
+from .base import Importer, expect, importers, require
 from .openai_chat import file_digest
+from .parts import content_parts
+from .reader import salvage_file
+from .records import Record, checked_record, sub_record
 from .sniffing import Sample, capped, sample_of
+from .times import timestamp_of
 
 #: tau2 ``LLMAgent``'s instruction and system template (tau2/agent/llm_agent.py)
 AGENT_INSTRUCTION = (
@@ -118,7 +111,7 @@ class Tau2BenchImporter(Importer):
             if isinstance(record, Reject):
                 yield record
                 continue
-            record = _checked(record, self.name, path)
+            record = checked_record(record, self.name, path)
             if isinstance(record, Reject):
                 record.json_path = f"$.simulations[{record.record}]" + (record.json_path or "$")[1:]
                 yield record
@@ -277,6 +270,14 @@ def _message(raw: Any, where: str) -> tuple[Message, Usage | None]:
     return message, usage if role == "user" else None
 
 
+#: detection: ``info.environment_info`` with agent/user info or simulations
+RESULTS_SCORE = 0.95
+#: ``simulations`` shaped like tau2's, without the ``info``
+SIMULATIONS_SCORE = 0.9
+#: ``info.environment_info`` alone
+INFO_ONLY_SCORE = 0.6
+
+
 def _results_score(sample: Sample) -> float:
     """A tau2 ``Results`` document: ``info.environment_info`` and/or ``simulations[]``."""
     if sample.layout != "document" or not isinstance(sample.records[0], dict):
@@ -293,8 +294,8 @@ def _shape_score(doc: dict[str, Any]) -> float:
     )
     if isinstance(env, dict) and isinstance(info, dict):
         if "agent_info" in info or "user_info" in info or sims_shaped:
-            return 0.95
-        return 0.6
+            return RESULTS_SCORE
+        return INFO_ONLY_SCORE
     if sims_shaped and sims:
-        return 0.9
+        return SIMULATIONS_SCORE
     return 0.0

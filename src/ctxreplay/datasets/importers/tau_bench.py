@@ -17,8 +17,14 @@ from typing import Any
 
 from ..messages import Session, as_dict
 from ..rejects import Reject
-from .base import Importer, Record, expect, importers, require
-from .openai_chat import file_digest, messages_from_openai, openai_messages_score
+from .base import Importer, expect, importers, require
+from .openai_chat import (
+    ANTHROPIC_BLOCKS_SCORE,
+    file_digest,
+    messages_from_openai,
+    openai_messages_score,
+)
+from .records import Record
 from .sniffing import capped, is_message, sample_of
 
 #: tau-bench names its result files ``<model>-<env>.json`` (e.g. ``gpt-4o-airline.json``)
@@ -72,6 +78,12 @@ class TauBenchImporter(Importer):
         )
 
 
+#: detection: a result: ``task_id`` beside a ``traj`` of OpenAI messages
+RESULT_SCORE = 0.95
+#: a ``traj`` of OpenAI messages without ``task_id``
+TRAJ_SCORE = 0.7
+
+
 def _result_score(record: Any) -> float:
     """A tau-bench result: ``{task_id, traj: [OpenAI messages], trial?, reward?, info?}``."""
     if not isinstance(record, dict) or not isinstance(record.get("traj"), list):
@@ -79,6 +91,6 @@ def _result_score(record: Any) -> float:
     traj = record["traj"]
     if not all(is_message(m) for m in traj):
         return 0.0
-    if traj and openai_messages_score(traj, None) == 0.1:  # Anthropic content blocks
+    if traj and openai_messages_score(traj, None) == ANTHROPIC_BLOCKS_SCORE:
         return 0.0
-    return capped(0.95 if "task_id" in record else 0.7, record)
+    return capped(RESULT_SCORE if "task_id" in record else TRAJ_SCORE, record)
