@@ -2,7 +2,8 @@
 
 Each layer may import only the layers its rule names; no package and no module imports itself
 back through others. The graph is read from the source (``tools/import_graph.py``), lazy imports
-inside functions included, so a rule cannot be dodged by importing late.
+inside functions and imports under ``if TYPE_CHECKING:`` included, so a rule cannot be dodged by
+importing late or for annotations only.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from import_graph import cycles, graph, layer, package_graph  # noqa: E402
+from import_graph import PACKAGE, cycles, graph, layer, package_graph  # noqa: E402
 
 FOUNDATION = {
     "errors",
@@ -89,3 +90,17 @@ def test_the_replay_core_imports_no_engine_policy_or_io_layer() -> None:
 )
 def test_cycle_finder_finds_cycles(edges: dict[str, set[str]], expected: list[list[str]]) -> None:
     assert cycles(edges) == expected
+
+
+def test_annotation_only_and_lazy_imports_are_edges(tmp_path: Path) -> None:
+    package = tmp_path / PACKAGE
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "data.py").write_text(
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .render import Page\n"
+    )
+    (package / "render.py").write_text("def page():\n    from .data import Data\n")
+    edges = graph(tmp_path)
+    assert edges[f"{PACKAGE}.data"] == {f"{PACKAGE}.render"}
+    assert edges[f"{PACKAGE}.render"] == {f"{PACKAGE}.data"}
+    assert cycles(edges) == [[f"{PACKAGE}.data", f"{PACKAGE}.render"]]

@@ -1,7 +1,9 @@
 """The package's import graph, from the source alone (no imports run).
 
 `python tools/import_graph.py` prints the package-level and module-level cycles; the layer test
-(`tests/test_layers.py`) checks the rules of ARCHITECTURE.md against the same graph.
+(`tests/test_layers.py`) checks the rules of ARCHITECTURE.md against the same graph. Every import
+statement counts, wherever it stands: inside functions (lazy) and under ``if TYPE_CHECKING:``
+too, since a module that names another's types depends on it as much as one that calls it.
 """
 
 from __future__ import annotations
@@ -37,15 +39,7 @@ def _resolve(name: str, known: dict[str, Path]) -> str | None:
 def _imported(module: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     tree = ast.parse(path.read_text(), str(path))
-    typing_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for inner in ast.walk(node)
-    }
     for node in ast.walk(tree):
-        if id(node) in typing_only:  # annotations only: never imported at run time
-            continue
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -67,7 +61,8 @@ def _imported(module: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
 
 
 def graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """module → the package modules it imports (at any depth of the file, lazy imports too)."""
+    """module → the package modules it imports (at any depth of the file: lazy and
+    ``TYPE_CHECKING`` imports too)."""
     known = modules(root)
     return {module: set(_imported(module, path, known)) for module, path in known.items()}
 

@@ -19,9 +19,10 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from ctxreplay.reports import build_report, stats
+from ctxreplay.reports.builder import run_tariff
 from ctxreplay.reports.correction import JudgeAccuracy
 from ctxreplay.reports.recovery import archive_costs, with_recovery_cost
-from ctxreplay.reports.report import Report, run_tariff
+from ctxreplay.reports.report import Report
 from ctxreplay.reports.tables import (
     LOSS_ORDER,
     ReportError,

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import click
 
-from .. import schema, storage
-from ..datasets.store import Corpus, CorpusError
 from .app import echo_text, fail, main
 from .options import Location, folder, option, out, quiet, seed
 
@@ -113,6 +111,9 @@ def _corpus_out(
     downloaded). When the build fails, or ``keep()`` says the corpus is not worth keeping
     (nothing imported), nothing is left at ``out`` that was not there before, so the corrected
     command runs as it is."""
+    from .. import storage
+    from ..datasets.store import CorpusError
+
     stage = storage.Staged(out, replace=True)
     local = None if storage.is_uri(out) else Path(out)
     was_dir = local is not None and local.is_dir()
@@ -142,6 +143,7 @@ def _corpus_out(
 def info_cmd(corpus: Path | str) -> None:
     """Sessions, messages and tokens by role, tool-output share, largest outputs, rejects."""
     from ..datasets.info import render_info
+    from ..datasets.store import Corpus
 
     click.echo(render_info(Corpus(corpus)))
 
@@ -161,6 +163,7 @@ def sql_cmd(
     """
     import polars as pl
 
+    from .. import schema
     from ..sqlview import query_folder
 
     if describe:
@@ -236,6 +239,7 @@ def cases_cmd(
 ) -> None:
     """Cut each session into cases (prefix + real future) at trigger points."""
     from ..datasets.cases import cut_corpus, why_no_cases
+    from ..datasets.store import Corpus
 
     skipped: list[tuple[str, int]] = []
     unsendable: list[tuple[str, int]] = []

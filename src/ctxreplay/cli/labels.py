@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import overload
 
-from ..engines.calibrate import parse_deps_against
 from ..errors import ParameterError
 
 
@@ -15,6 +14,8 @@ def deps_labels(value: str, option: str) -> str: ...
 def deps_labels(value: str, option: str | None = None) -> str | None:
     """The labels path of a ``deps:LABELS`` value. Given the ``option`` it came from, the value
     must be ``deps:LABELS``; without it, anything else is None."""
+    from ..engines.calibrate import parse_deps_against
+
     labels = parse_deps_against(value)
     if labels is None and option is not None:
         raise ParameterError(f"{option} takes deps:LABELS, not {value!r}")

@@ -14,11 +14,7 @@ from typing import Any, Literal, TypeVar
 
 import click
 
-from .. import storage
-from ..datasets.cases import cases_file_of, check_cases_file
-from ..datasets.store import Corpus
-from ..judges.base import DEFAULT_JUDGE
-from ..runs import Run
+from .defaults import DEFAULT_JUDGE, registered_judges
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,6 +58,8 @@ class Location(click.ParamType):
         )
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from .. import storage
+
         if isinstance(value, Path) or not storage.is_uri(str(value)):
             return self.local.convert(value, param, ctx)
         uri = str(storage.location(str(value)))
@@ -158,9 +156,7 @@ class ListedOption(click.Option):
 
 def judge_names() -> str:
     """The registered judges, for ``--judge``'s help."""
-    from ..judges.base import judges
-
-    names = " · ".join("deps:path=LABELS" if n == "deps" else n for n in judges.names())
+    names = " · ".join("deps:path=LABELS" if n == "deps" else n for n in registered_judges())
     return f"Judges: {names} (name[:key=value,...]; `ctxreplay judges` says what each does)."
 
 
@@ -184,6 +180,10 @@ def _check_kind(
         _ctx: click.Context, _param: click.Parameter, value: PathOrUri | None
     ) -> PathOrUri | None:
         if value is not None:
+            from ..datasets.cases import cases_file_of, check_cases_file
+            from ..datasets.store import Corpus
+            from ..runs import Run
+
             if kind == "corpus":
                 Corpus(value)
             elif kind == "run":

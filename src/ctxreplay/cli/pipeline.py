@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from ..engines.pipeline import DEMO_POLICIES, PipelineConfig, run_pipeline
 from .app import main
 from .options import endpoint, engine, judge, option, out, quiet, seed, tariff, workers
 
@@ -100,6 +99,8 @@ def run_cmd(
     quiet: bool,
 ) -> None:
     """Import (or synthesise) → cases → replay → judge → report, reusing stages already done."""
+    from ..engines.pipeline import DEMO_POLICIES, PipelineConfig, run_pipeline
+
     endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env}
     cfg = PipelineConfig(
         out=out,
@@ -135,6 +136,8 @@ def run_cmd(
 @quiet
 def demo_cmd(out: Path, sessions: int, seed: int, workers: int, quiet: bool) -> None:
     """The whole job on the built-in synthetic corpus, offline: every policy, judged, reported."""
+    from ..engines.pipeline import PipelineConfig, run_pipeline
+
     run_pipeline(
         PipelineConfig(
             out=out, synth_sessions=sessions, seed=seed, workers=workers, progress=not quiet

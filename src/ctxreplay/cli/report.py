@@ -6,10 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..judges.base import DEFAULT_JUDGE
-from ..reports.formatting import DEFAULT_WIDTH, MIN_WIDTH
-from ..reports.tables import EXAMPLES
 from .app import echo_text, fail, main
+from .defaults import DEFAULT_JUDGE, DEFAULT_WIDTH, EXAMPLES, MIN_WIDTH
 from .labels import deps_labels
 from .options import folder, judge, option, out, seed
 

@@ -63,7 +63,7 @@ ARCHIVE_COSTS_SCHEMA: dict[str, Any] = {
 def archive_costs(run: Any, policies: Sequence[str] | None = None) -> pl.DataFrame:
     """Per (policy, case) with archives: how many have a visible pointer, and their tokens.
 
-    ``run``: a ``replay.engine.Run`` (or its path); ``policies``: these policy labels only
+    ``run``: a ``runs.Run`` (or its path); ``policies``: these policy labels only
     (default: every policy of the run). Reads only the needed columns.
     """
     from ..runs import Run, slug

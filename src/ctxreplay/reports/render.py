@@ -1,8 +1,10 @@
 """A report as text: terminal tables (default), Markdown, CSV, JSON, or one self-contained HTML file.
 
-Renderers only format what ``tables.build_report`` computed. Terminal and Markdown share the same
-display tables (rounded, intervals written "[lo, hi]"); CSV and JSON carry the unrounded frames;
-HTML carries both plus the trade-off plot as an embedded PNG, so the file opens offline.
+Renderers are free functions over a ``ReportData`` and only format what
+``builder.build_report_data`` computed (``report.Report`` calls them as methods). Terminal and
+Markdown share the same display tables (rounded, intervals written "[lo, hi]"); CSV and JSON
+carry the unrounded frames; HTML carries both plus the trade-off plot as an embedded PNG, so the
+file opens offline.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
@@ -48,11 +50,11 @@ from .formatting import (
     wrap,
     wrap_command,
 )
+from .frontier import frontier_displays
+from .leaders import level_leaders, merged_levels
 from .recovery import row_leans_on_recovery
+from .report_data import ReportData
 from .tables import best_policy
-
-if TYPE_CHECKING:
-    from .report import Report
 
 FORMATS = ("terminal", "markdown", "csv", "json", "html")
 SUFFIXES = {
@@ -66,13 +68,10 @@ SUFFIXES = {
 }
 
 
-# --- number formats -------------------------------------------------------------------------
-
-
 # --- display tables (shared by terminal, markdown and html) ---------------------------------
 
 
-def correction_lines(report: Report) -> tuple[str, ...]:
+def correction_lines(report: ReportData) -> tuple[str, ...]:
     """What the corrected no-impact columns mean, and the calibration behind them (none when
     the run holds no calibration of the report's judge)."""
     cal = report.meta.get("calibration")
@@ -82,7 +81,7 @@ def correction_lines(report: Report) -> tuple[str, ...]:
 
 
 def _no_impact_columns(
-    report: Report,
+    report: ReportData,
 ) -> list[tuple[str, Callable[[dict[str, Any]], str], bool]]:
     columns: list[tuple[str, Callable[[dict[str, Any]], str], bool]] = [
         ("policy", lambda r: r["policy"], False),
@@ -114,7 +113,7 @@ def _no_impact_columns(
     return columns
 
 
-def displays(report: Report) -> list[Display]:
+def displays(report: ReportData) -> list[Display]:
     """The report's tables as formatted cells, in report order (examples excepted)."""
     out = [
         display(
@@ -235,13 +234,11 @@ def displays(report: Report) -> list[Display]:
                 identity=2,
             ),
         )
-    from .frontier import frontier_displays
-
     out[1:1] = frontier_displays(report)  # a sweep's frontier, right after the no-impact table
     return out
 
 
-def judge_displays(report: Report) -> list[Display]:
+def judge_displays(report: ReportData) -> list[Display]:
     """When the run holds several judges: each judge's no-impact per policy, and every pair's
     agreement (Cohen's kappa) with the command that lists where they disagree."""
     if report.agreement.height == 0:
@@ -337,7 +334,7 @@ def render_audit(frame: pl.DataFrame, max_rows: int = 50, width: int = 0) -> str
     return "\n".join(lines)
 
 
-def _taxonomydisplay(report: Report) -> Display:
+def _taxonomydisplay(report: ReportData) -> Display:
     tax = report.taxonomy
     categories = list(dict.fromkeys(tax["category"].to_list())) if tax.height else list(CATEGORIES)
     rows = []
@@ -368,7 +365,7 @@ def _clip(text: str | None, width: int = 90) -> str:
 # --- terminal -------------------------------------------------------------------------------
 
 
-def _header_lines(report: Report) -> list[str]:
+def _header_lines(report: ReportData) -> list[str]:
     m = report.meta
     return [
         f"ctxreplay report: {report.run}",
@@ -389,7 +386,7 @@ def ranked_figures(row: dict[str, Any]) -> str:
     )
 
 
-def best_policy_lines(report: Report) -> list[str]:
+def best_policy_lines(report: ReportData) -> list[str]:
     """The report's best-policy lines: the reference (the best no-impact, unless given) with
     its strict no-impact and recoveries beside its no-impact; when it was chosen and another
     policy has the best strict no-impact among the same candidates, that one too (the pick of
@@ -413,7 +410,7 @@ def best_policy_lines(report: Report) -> list[str]:
     return lines
 
 
-def examples_summary(report: Report) -> str:
+def examples_summary(report: ReportData) -> str:
     """How many of the run's losses the examples show, and the commands that show more."""
     shown, total = report.examples.height, report.loss_count
     if total == 0:
@@ -432,7 +429,7 @@ def examples_summary(report: Report) -> str:
     )
 
 
-def render_terminal(report: Report, width: int | None = None) -> str:
+def render_terminal(report: ReportData, width: int | None = None) -> str:
     """The report as terminal text at most ``width`` characters wide (None: the terminal's, 100
     when not a terminal; 0: no limit). Numbers, ids and commands are never cut: text wraps, and
     a table too wide for its numbers is split into column groups that repeat the row's identity
@@ -489,7 +486,7 @@ def _md_table(d: Display) -> list[str]:
 
 
 def render_markdown(
-    report: Report, plot_href: str | None = None, frontier_href: str | None = None
+    report: ReportData, plot_href: str | None = None, frontier_href: str | None = None
 ) -> str:
     m = report.meta
     lines = [
@@ -551,7 +548,7 @@ def table_csv(frame: pl.DataFrame) -> str:
     return _plain(frame).write_csv()
 
 
-def render_csv(report: Report) -> str:
+def render_csv(report: ReportData) -> str:
     """All tables in one text, each under a ``# name`` line (``save`` writes one file each)."""
     parts = []
     for name, frame in report.tables().items():
@@ -569,7 +566,7 @@ def _json_value(x: Any) -> Any:
     return x
 
 
-def render_json(report: Report) -> str:
+def render_json(report: ReportData) -> str:
     doc = {
         "kind": "ctxreplay-report",
         "meta": report.meta,
@@ -760,14 +757,11 @@ def _leader_rows(r: dict[str, Any], mark: str) -> list[str]:
     return out
 
 
-def summary_html(report: Report) -> str:
+def summary_html(report: ReportData) -> str:
     """The page's headline: the best policy at each pruning level by no-impact and by strict
     no-impact (``leaders.level_leaders``; consecutive levels with the same leaders share a row),
     strict no-impact beside no-impact, and a no-impact that leans on recovery marked as the
     report's tables mark it. Empty when no policy has a scored verdict."""
-    from .formatting import MARK
-    from .leaders import level_leaders, merged_levels
-
     levels = level_leaders(report.no_impact)
     if levels.height == 0:
         return ""
@@ -802,12 +796,12 @@ def summary_html(report: Report) -> str:
     )
 
 
-def render_html(report: Report, png: bytes | None = None) -> str:
+def render_html(report: ReportData, png: bytes | None = None) -> str:
     """One self-contained page: inline CSS, the plots as base64 PNGs, no external resource and
     no script (its Content-Security-Policy allows neither). The summary of the best policy per
     pruning level comes first; layout choices are in the comment above ``_CSS``."""
     m = report.meta
-    png = png if png is not None else report.plot()
+    png = png if png is not None else tradeoff_png(report)
     img = base64.b64encode(png).decode("ascii")
     parts = [
         "<!doctype html>",
@@ -928,7 +922,14 @@ def render_html(report: Report, png: bytes | None = None) -> str:
 # --- entry points ---------------------------------------------------------------------------
 
 
-def render(report: Report, fmt: str = "terminal", width: int | None = None) -> str:
+def tradeoff_png(report: ReportData, path: str | os.PathLike[str] | None = None) -> bytes:
+    """The report's trade-off plot as PNG bytes (also written to ``path`` when given)."""
+    from .plot import tradeoff_plot  # matplotlib loads only when a plot is drawn
+
+    return tradeoff_plot(report.no_impact, path, title=f"{report.run.name} · judge {report.judge}")
+
+
+def render(report: ReportData, fmt: str = "terminal", width: int | None = None) -> str:
     """The report as one text in ``fmt``: terminal, markdown, csv, json or html. ``width``: the
     terminal text's line width (None: the terminal's, 100 when not a terminal; 0: no limit)."""
     if fmt == "terminal":
@@ -960,7 +961,7 @@ def format_for(path: str | os.PathLike[str]) -> str:
 
 
 def save(
-    report: Report,
+    report: ReportData,
     path: str | os.PathLike[str],
     fmt: str | None = None,
     width: int | None = None,
@@ -984,7 +985,7 @@ def save(
             atomic_write_text(f, table_csv(frame))
             written.append(f)
         png = out / "tradeoff.png"
-        report.plot(png)
+        tradeoff_png(report, png)
         if report.frontier is not None:
             written.append(out / "frontier.png")
             report.frontier.plot(written[-1])
@@ -992,7 +993,7 @@ def save(
     out.parent.mkdir(parents=True, exist_ok=True)
     if fmt in ("markdown", "md"):
         png = out.with_suffix(".png")
-        report.plot(png)
+        tradeoff_png(report, png)
         if report.frontier is not None:
             frontier_png = out.with_name(f"{out.stem}-frontier.png")
             report.frontier.plot(frontier_png)

@@ -72,7 +72,7 @@ def show_command(run: Run | str | os.PathLike[str], case_id: str, policy: str) -
 
 
 def resolve_judge(verdicts: pl.DataFrame, judge: str | None) -> str | None:
-    """``judges.engine.resolve_judge``, failing as a report does."""
+    """``runs.judge_label``, failing as a report does."""
     return judge_label(verdicts, judge, ReportError)
 
 
