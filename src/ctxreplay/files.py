@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import arrow_memory
+from .schema import rows_table
 
 arrow_memory.choose_pool()  # the allocator of pyarrow's Python calls
 
@@ -73,8 +74,14 @@ def atomic_write_table(
     schema: pa.Schema | None,
     path: str | os.PathLike[str],
 ) -> None:
-    """One Parquet file (zstd) from rows of ``schema``, or from a ready Arrow table."""
-    table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
+    """One Parquet file (zstd) from rows of ``schema`` (each holding exactly its columns), or
+    from a ready Arrow table."""
+    if isinstance(rows, pa.Table):
+        table = rows
+    elif schema is None:
+        table = pa.Table.from_pylist(list(rows))
+    else:
+        table = rows_table(list(rows), schema)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
 

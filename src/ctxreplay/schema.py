@@ -18,7 +18,9 @@ A run is a folder::
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -55,6 +57,32 @@ def table(name: str, where: str, about: str, columns: list[Column]) -> pa.Schema
     schema = pa.schema(fields)
     TABLES[name] = Table(name, where, about, schema, docs)
     return schema
+
+
+class SchemaMismatch(RuntimeError):
+    """Rows written with keys that are not their table's columns: a bug in the writer, never
+    bad input (so no importer takes it for a record to reject)."""
+
+
+def rows_table(
+    rows: Sequence[Mapping[str, Any]],
+    schema: pa.Schema,
+    bookkeeping: frozenset[str] = frozenset(),
+) -> pa.Table:
+    """``rows`` as an Arrow table of ``schema``, each row holding exactly its columns (and
+    perhaps the writer's own ``bookkeeping`` keys, which are not written).
+
+    ``pa.Table.from_pylist`` reads a missing (or misspelt) key as a null column and drops an
+    extra one, so a writer's typo would become a column of nulls nobody notices."""
+    want = set(schema.names)
+    for k, row in enumerate(rows):
+        if row.keys() != want and row.keys() - bookkeeping != want:
+            name = next((t.name for t in TABLES.values() if t.schema is schema), "a table")
+            missing, extra = sorted(want - row.keys()), sorted(row.keys() - want)
+            raise SchemaMismatch(
+                f"row {k} of {name}: missing {missing or 'nothing'}, not columns {extra or 'none'}"
+            )
+    return pa.Table.from_pylist(list(rows), schema=schema)
 
 
 S, I32, I64, F64, B = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()

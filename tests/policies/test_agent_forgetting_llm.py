@@ -147,7 +147,7 @@ def test_a_batch_replaces_results_in_place_with_the_models_notes():
     # the reminder went out with the request and is stored nowhere
     assert "context reminder" not in out.view.text()
     meta = out.plan.meta
-    assert meta["params_sent"] == sent and meta["prompt_tokens"] == 100
+    assert out.plan.planner.params_sent == sent and out.plan.planner.prompt_tokens == 100
     assert meta["reminder"] == {"why": "tokens", "tokens": s.total()}
 
 
@@ -306,7 +306,11 @@ def test_local_model_acting_turn_leaves_a_valid_view(local_model, tmp_path):
         assert shape(out.view.messages) == shape(s.messages)
         return
     meta = out.plan.meta
-    assert meta["prompt_tokens"] > 0 and meta["usd"] == 0.0 and meta["prompt_hash"]
+    assert (
+        out.plan.planner.prompt_tokens > 0
+        and out.plan.planner.usd == 0.0
+        and out.plan.planner.prompt_hash
+    )
     assert meta["decision"] in (
         "no tool call",
         "no context_apply call",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from dataclasses import asdict
 from functools import partial
 
 import pytest
@@ -21,7 +22,7 @@ from ctxreplay.policies.base import make_policy
 from ctxreplay.policies.budget import (
     BudgetParams,
     Need,
-    budget_meta,
+    budget_of,
     editable_tokens,
     need_for,
     spend,
@@ -148,7 +149,7 @@ def test_spend_takes_candidates_in_order_until_the_need_is_met():
     # met by the rule alone: no candidate is read
     assert spend(iter(()), 10, planned=10).met
     by_budget = Need(200, 1200, 800, budget=1000)
-    assert budget_meta(by_budget, 150) == {
+    assert asdict(budget_of(by_budget, 150)) == {
         "need": 200,
         "planned": 150,
         "met": False,
@@ -216,10 +217,10 @@ def test_prune_summarise_shrinks_its_window_oldest_pair_first_until_the_need_is_
     met = s.replay(f"prune-summarise:keep=2,target={target_for(s, removed(rule) + 200)}")
     assert set(edited(met)) == bash(1, 2, 3, 4, 5)
     assert edited(met)["function:bash:1"] == "fold"  # the summary's host, where pair 1 was
-    assert met.plan.meta["budget"]["met"] and removed(met) >= removed(rule) + 200
+    assert met.plan.budget.met and removed(met) >= removed(rule) + 200
     short = s.replay("prune-summarise:keep=2,target=1")
     assert set(edited(short)) == bash(1, 2, 3, 4, 5, 6)
-    budget = short.plan.meta["budget"]
+    budget = asdict(short.plan.budget)
     assert not budget["met"] and budget["reason"].endswith(
         "every tool pair is summarised; the latest user message's pairs stay"
     )
@@ -235,7 +236,7 @@ def test_tool_prune_shrinks_its_window_oldest_first_only_as_far_as_needed():
     # a need the rule meets: exactly the rule's edits
     out = s.replay(f"tool-prune:target={target_for(s, rule - 50)}")
     assert set(edited(out)) == bash(1, 2, 3)
-    assert out.plan.meta["budget"] == {
+    assert asdict(out.plan.budget) == {
         "need": rule - 50,
         "planned": rule,
         "met": True,
@@ -247,7 +248,7 @@ def test_tool_prune_shrinks_its_window_oldest_first_only_as_far_as_needed():
     assert set(edited(out)) == bash(1, 2, 3, 4, 5)
     assert [e.reason for e in out.plan.edits][3:] == ["budget", "budget"]
     assert removed(out) >= need
-    assert out.plan.meta["budget"] == {
+    assert asdict(out.plan.budget) == {
         "need": need,
         "planned": rule + saving[3] + saving[4],
         "met": True,
@@ -268,7 +269,7 @@ def test_tool_prune_budget_fits_the_view_and_unmet_needs_say_why():
     assert set(edited(out)) == bash(1, 2, 3, 4, 5)
     full = s.replay("tool-prune:target=1")
     assert set(edited(full)) == bash(1, 2, 3, 4, 5, 6)
-    record = full.plan.meta["budget"]
+    record = asdict(full.plan.budget)
     assert record["met"] is False and record["planned"] == sum(saving)
     assert record["reason"].startswith(
         f"target 1.00 of {editable_tokens(s.ctx()):,} editable tokens needs "
@@ -279,19 +280,19 @@ def test_tool_prune_budget_fits_the_view_and_unmet_needs_say_why():
     )
     # exclusions stay excluded whatever the need
     only_some = s.replay("tool-prune:target=1,exclude_tools=bash")
-    assert only_some.plan.edits == () and only_some.plan.meta["budget"]["met"] is False
+    assert only_some.plan.edits == () and only_some.plan.budget.met is False
 
 
 def test_tool_prune_triggers_and_minimums_still_gate_the_edit():
     s = budget_reads(6)
     idle = s.replay(f"tool-prune:target=0.5,trigger_tokens={s.total() + 1}")
     assert idle.plan.edits == ()
-    assert idle.plan.meta["budget"]["met"] is False
-    assert "no edit: the prefix holds" in idle.plan.meta["budget"]["reason"]
+    assert idle.plan.budget.met is False
+    assert "no edit: the prefix holds" in idle.plan.budget.reason
     gated = s.replay("tool-prune:target=0.1,clear_at_least=1000000")
     assert gated.plan.edits == ()
-    assert gated.plan.meta["budget"]["planned"] == 0
-    assert "clear_at_least=1,000,000" in gated.plan.meta["budget"]["reason"]
+    assert gated.plan.budget.planned == 0
+    assert "clear_at_least=1,000,000" in gated.plan.budget.reason
 
 
 # --- clear-tool-uses ------------------------------------------------------------------------
@@ -303,7 +304,7 @@ def test_clear_tool_uses_shrinks_its_kept_uses_oldest_first():
     need = sum(saving[:3]) + saving[3] // 2
     out = s.replay(f"clear-tool-uses:trigger=0,target={target_for(s, need)}")
     assert set(edited(out)) == bash(1, 2, 3, 4)
-    assert removed(out) >= need and out.plan.meta["budget"]["met"] is True
+    assert removed(out) >= need and out.plan.budget.met is True
     assert out.plan.meta["cleared_tool_uses"] == 4
     m = s.messages
     expected = [with_result(x, ANTHROPIC) if i in {3, 5, 7, 9} else x for i, x in enumerate(m)]
@@ -312,11 +313,11 @@ def test_clear_tool_uses_shrinks_its_kept_uses_oldest_first():
     fits = s.replay(f"clear-tool-uses:trigger=0,budget={budget}")
     assert fits.view.tokens <= budget and set(edited(fits)) == bash(1, 2, 3, 4, 5, 6)
     short = s.replay("clear-tool-uses:trigger=0,target=1")
-    assert short.plan.meta["budget"]["met"] is False
-    assert "only" in short.plan.meta["budget"]["reason"]
+    assert short.plan.budget.met is False
+    assert "only" in short.plan.budget.reason
     idle = s.replay("clear-tool-uses:trigger=100000,target=0.5")  # the API's trigger
     assert idle.plan.edits == ()
-    assert "below trigger=100,000" in idle.plan.meta["budget"]["reason"]
+    assert "below trigger=100,000" in idle.plan.budget.reason
 
 
 # --- observation-masking --------------------------------------------------------------------
@@ -330,7 +331,7 @@ def test_observation_masking_masks_into_its_window_but_keeps_the_first():
     need = rule + saving[4] // 2
     out = s.replay(f"observation-masking:keep=2,target={target_for(s, need)}")
     assert set(edited(out)) == bash(2, 3, 4, 5)
-    assert removed(out) >= need and out.plan.meta["budget"]["met"] is True
+    assert removed(out) >= need and out.plan.budget.met is True
     m = s.messages
     expected = [
         with_result(x, masked_observation(bodies[(i - 3) // 2])) if i in {5, 7, 9, 11} else x
@@ -342,7 +343,7 @@ def test_observation_masking_masks_into_its_window_but_keeps_the_first():
     assert fits.view.tokens <= budget and set(edited(fits)) == bash(2, 3, 4, 5, 6)
     short = s.replay("observation-masking:keep=2,target=1")
     assert set(edited(short)) == bash(2, 3, 4, 5, 6)
-    record = short.plan.meta["budget"]
+    record = asdict(short.plan.budget)
     assert record["met"] is False
     assert "every observation is masked but the first (keep_first)" in record["reason"]
     all_of_them = s.replay("observation-masking:keep=2,keep_first=false,target=1")
@@ -377,7 +378,7 @@ def test_hybrid_masks_its_window_then_summarises_the_oldest():
     assert all(e.route is False for e in out.plan.edits if e.action == "fold")
     assert out.plan.meta["summarised"] == 1
     assert removed(out) >= need
-    assert out.plan.meta["budget"] == {
+    assert asdict(out.plan.budget) == {
         "need": need,
         "planned": masks + fold[0],
         "met": True,
@@ -394,9 +395,9 @@ def test_hybrid_masks_its_window_then_summarises_the_oldest():
     assert edited(fits) == expected_edits
     short = s.replay("hybrid:window=2,target=1")
     assert edited(short) == expected_edits
-    assert short.plan.meta["budget"]["met"] is False
-    assert short.plan.meta["budget"]["planned"] == masks + fold[0]
-    assert "every tool use is summarised" in short.plan.meta["budget"]["reason"]
+    assert short.plan.budget.met is False
+    assert short.plan.budget.planned == masks + fold[0]
+    assert "every tool use is summarised" in short.plan.budget.reason
 
 
 # --- tool-mask+prune ------------------------------------------------------------------------
@@ -423,7 +424,7 @@ def test_tool_mask_prune_masks_then_clears_oldest_until_the_need_is_met():
         "function:bash:2": "prune",
         "function:bash:3": "mask",
     }
-    assert removed(out) >= need and out.plan.meta["budget"]["met"] is True
+    assert removed(out) >= need and out.plan.budget.met is True
     m = s.messages
     expected = [*m[:3], with_result(m[3], CLEARED), m[4], with_result(m[5], CLEARED)]
     expected += [m[6], with_result(m[7], masked[2]), *m[8:]]
@@ -437,8 +438,8 @@ def test_tool_mask_prune_masks_then_clears_oldest_until_the_need_is_met():
     assert fits.view.tokens <= budget
     assert edited(fits) == {oid: "prune" for oid in bash(1, 2, 3, 4, 5, 6)}
     short = s.replay("tool-mask+prune:min_chars=300,target=1")
-    assert short.plan.meta["budget"]["met"] is False
-    assert "only" in short.plan.meta["budget"]["reason"]
+    assert short.plan.budget.met is False
+    assert "only" in short.plan.budget.reason
 
 
 # --- oldest-turn ----------------------------------------------------------------------------
@@ -481,7 +482,7 @@ def test_oldest_turn_target_replaces_target_ratio_and_shrinks_the_recent_window(
         "oldest_step_of_latest_turn",
         "budget",
     ]
-    assert removed(out) >= need and out.plan.meta["budget"]["met"] is True
+    assert removed(out) >= need and out.plan.budget.met is True
     m = s.messages
     kept = [0, 1, 2, 3, 12, *range(17, len(m))]
     assert shape(out.view.messages) == shape([m[i] for i in kept])
@@ -490,7 +491,7 @@ def test_oldest_turn_target_replaces_target_ratio_and_shrinks_the_recent_window(
     assert fits.view.tokens <= budget
     assert list(edited(fits)) == ["conversation:user:2", "conversation:user:3", n4, n5, n6]
     short = s.replay("oldest-turn:target=1")
-    record = short.plan.meta["budget"]
+    record = asdict(short.plan.budget)
     assert record["met"] is False
     assert "the first and the latest user turns" in record["reason"]
 
@@ -507,7 +508,7 @@ def test_oldest_turn_fold_mode_counts_the_pointer_it_leaves():
     assert saving(t2) < t2.tokens - 10
     out = s.replay(f"oldest-turn:mode=fold,target={target_for(s, t2.tokens - 10)}")
     assert edited(out) == {t2.id: "fold", t3.id: "fold"}
-    assert out.plan.meta["budget"]["planned"] == saving(t2) + saving(t3)
+    assert out.plan.budget.planned == saving(t2) + saving(t3)
 
 
 # --- every policy, generated sessions -------------------------------------------------------
@@ -525,7 +526,7 @@ def test_every_policy_meets_what_it_records_on_generated_sessions(spec, knob):
     for name in SIX:
         policy = make_policy(with_params(ACTIVE[name], knob))
         out = replay_case(policy, ctx)
-        record = out.plan.meta["budget"]
+        record = asdict(out.plan.budget)
         need = need_for(ctx, policy.params)
         assert record["need"] == need.tokens, name
         assert record["met"] == (record["planned"] >= record["need"]), name

@@ -58,9 +58,7 @@ def test_trigger_above_the_prefix_does_nothing():
     # the API's 100k trigger is far above this small session too
     idle = s.replay("clear-tool-uses:trigger=100000")
     assert idle.plan.edits == ()
-    assert idle.plan.meta["no_edit"] == (
-        f"the prefix holds {s.total():,} tokens, below trigger=100,000"
-    )
+    assert idle.plan.no_edit == (f"the prefix holds {s.total():,} tokens, below trigger=100,000")
 
 
 def test_the_apis_trigger_fires_above_100k_tokens():

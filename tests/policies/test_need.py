@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from ctxreplay.policies.budget import spend
 from ctxreplay.policies.need import predict, priority
@@ -205,11 +206,11 @@ def test_self_gc_spends_a_target_by_predicted_need() -> None:
         "function:get_user:2": "compact",
         "function:search:3": "fold",
     }
-    budget = outcome.plan.meta["budget"]
+    budget = asdict(outcome.plan.budget)
     assert budget["met"] and budget["planned"] >= budget["need"] > 0
     assert outcome.committed and outcome.commit_reason.startswith("budget")
     # a target no result can meet says why
-    short = replay_case(make_policy("self-gc:target=0.95"), ctx).plan.meta["budget"]
+    short = asdict(replay_case(make_policy("self-gc:target=0.95"), ctx).plan.budget)
     assert not short["met"] and "keep_recent" in short["reason"]
 
 
@@ -220,5 +221,5 @@ def test_agent_forgetting_archives_by_need_when_given_a_target() -> None:
     ctx = context(budget_session())
     outcome = replay_case(make_policy("agent-forgetting:target=0.3,min_chars=100"), ctx)
     assert [(e.object_id, e.action) for e in outcome.plan.edits] == [("function:search:3", "fold")]
-    assert outcome.plan.meta["budget"]["met"]
+    assert outcome.plan.budget.met
     assert outcome.view.archives and outcome.view.archives[0].handle == "r3"

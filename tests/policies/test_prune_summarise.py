@@ -290,10 +290,10 @@ def test_llm_summary_is_placed_where_the_first_evicted_pair_was():
     assert shape(out.view.messages) == shape([*m[:3], with_result(m[3], note), *m[8:]])
     assert view_problems(out.view.messages) == []
     meta = out.plan.meta
-    assert (meta["prompt_tokens"], meta["completion_tokens"]) == (700, 40)
+    assert (out.plan.planner.prompt_tokens, out.plan.planner.completion_tokens) == (700, 40)
     assert meta["planner"] == "llm" and meta["summary_clipped"] is False
     [sent] = server.requests
-    assert meta["params_sent"] == sent
+    assert out.plan.planner.params_sent == sent
     assert [x["role"] for x in sent["messages"]] == ["system", "user"]
     user = sent["messages"][1]["content"]
     for oid in ("function:get_order:1", "function:read_file:2", "function:bash:3"):
@@ -350,7 +350,7 @@ def test_local_model_summary_is_placed_in_a_valid_view(local_model, tmp_path):
     note = out.plan.edits[0].note
     assert note.startswith(summary_title(3)) and count(note) <= 120
     assert out.view.messages[3].parts[0].content == note
-    assert out.plan.meta["prompt_tokens"] > 0 and out.plan.meta["usd"] == 0.0
+    assert out.plan.planner.prompt_tokens > 0 and out.plan.planner.usd == 0.0
 
 
 def test_llm_is_not_called_when_nothing_is_evicted():

@@ -125,12 +125,12 @@ def test_a_good_plan_is_committed_exactly_from_a_side_channel_request():
         0,
         0,
     )
-    assert (meta["prompt_tokens"], meta["completion_tokens"]) == (1234, 56)
-    assert meta["form"] == "json" and meta["cache_hit"] is False
-    assert re.fullmatch(r"[0-9a-f]{64}", meta["prompt_hash"])
+    assert (out.plan.planner.prompt_tokens, out.plan.planner.completion_tokens) == (1234, 56)
+    assert meta["form"] == "json" and out.plan.planner.cache_hit is False
+    assert re.fullmatch(r"[0-9a-f]{64}", out.plan.planner.prompt_hash)
     # the side channel: a request of its own, never the agent's conversation
     [sent] = server.requests
-    assert meta["params_sent"] == sent
+    assert out.plan.planner.params_sent == sent
     assert [m["role"] for m in sent["messages"]] == ["system", "user"]
     user = sent["messages"][1]["content"]
     assert "function:sql:2 | tool sql | turn 1" in user
@@ -234,7 +234,7 @@ def test_garbage_is_a_planner_failure_and_the_prefix_stays(answer, reason):
         # the failed attempt still cost tokens: the error carries them
         with pytest.raises(ModelPlannerError) as err:
             policy.plan(s.ctx())
-    assert err.value.meta["prompt_tokens"] == 900 and err.value.meta["failure"] == str(err.value)
+    assert err.value.report.prompt_tokens == 900 and err.value.meta["failure"] == str(err.value)
 
 
 def test_refusal_timeout_and_http_errors_are_recorded_failures():
@@ -257,7 +257,7 @@ def test_the_cost_rule_charges_the_planner_as_l_gc():
     with FakeOpenAI([Reply(body=cheap)]) as server:
         policy = llm(server, "commit_rule=cost,expected_requests=50,tariff=gpt-4.1")
         out = replay_case(policy, s.ctx())
-    usd = out.plan.meta["usd"]
+    usd = out.plan.planner.usd
     assert usd == pytest.approx((1000 * 2.00 + 100 * 8.00) / 1e6)
     assert out.committed and out.commit_reason.startswith("cost: net saving")
     value = policy.commit_value(s.total(), out.view, l_gc=usd)
@@ -268,7 +268,7 @@ def test_the_cost_rule_charges_the_planner_as_l_gc():
         held = replay_case(
             llm(server, "commit_rule=cost,expected_requests=50,tariff=gpt-4.1"), s.ctx()
         )
-    assert held.plan.meta["usd"] == pytest.approx(10.0)
+    assert held.plan.planner.usd == pytest.approx(10.0)
     assert not held.committed and held.commit_reason.endswith("USD <= 0")
     assert shape(held.view.messages) == shape(s.messages)
 
@@ -283,8 +283,8 @@ def test_answers_come_from_the_cache_the_second_time(tmp_path):
         first = replay_case(make_policy(spec), s.ctx())
         second = replay_case(make_policy(spec), s.ctx())
         assert len(server.requests) == 1
-    assert not first.plan.meta["cache_hit"] and second.plan.meta["cache_hit"]
-    assert first.plan.meta["prompt_hash"] == second.plan.meta["prompt_hash"]
+    assert not first.plan.planner.cache_hit and second.plan.planner.cache_hit
+    assert first.plan.planner.prompt_hash == second.plan.planner.prompt_hash
     assert shape(first.view.messages) == shape(second.view.messages)
 
 
@@ -382,7 +382,11 @@ def test_local_model_plan_is_rehearsed_into_a_valid_view(local_model, tmp_path):
         assert shape(out.view.messages) == shape(s.messages)
         return
     meta = out.plan.meta
-    assert meta["prompt_tokens"] > 0 and meta["usd"] == 0.0 and meta["prompt_hash"]
+    assert (
+        out.plan.planner.prompt_tokens > 0
+        and out.plan.planner.usd == 0.0
+        and out.plan.planner.prompt_hash
+    )
     reasons = [d.reason for d in out.rehearsal.dropped]
     assert meta["n_invalid"] == sum(r in ("unknown_id", "not_target") for r in reasons)
     assert meta["n_protected"] == reasons.count("protected")

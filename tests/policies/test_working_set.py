@@ -94,7 +94,7 @@ def test_a_target_removes_the_least_needed_per_token_first_and_folds_it() -> Non
     text = out.view.messages[at].parts[0].content
     assert f'context_recover("{archive.short}")' in text
     assert shape(out.view.messages) == shape([*m[:at], with_result(m[at], text), *m[at + 1 :]])
-    assert out.planner["budget"]["met"] is True
+    assert out.plan.budget.met is True
     assert view_problems(list(out.view.messages)) == []
 
 
@@ -143,7 +143,7 @@ def test_small_results_and_the_todo_list_are_never_removed() -> None:
     touched = {e.object_id for e in out.plan.edits}
     assert ids["small"] not in touched and ids["todo"] not in touched
     assert touched == {ids[k] for k in ("listing", "config", "app", "tests")}
-    assert out.planner["budget"]["met"] is False
+    assert out.plan.budget.met is False
     # min_saving=0 makes the small result a candidate (it frees a few tokens)
     assert ids["small"] in {
         e.object_id for e in s.replay("working-set:target=1.0,min_saving=0").plan.edits
@@ -169,7 +169,7 @@ def test_without_a_target_only_what_is_predicted_below_the_threshold_goes() -> N
     between = (needs[0] + needs[1]) / 2
     out = s.replay(f"working-set:remove_below={between}")
     assert [e.object_id for e in out.plan.edits] == [ranked[0].obj.id]
-    assert "budget" not in out.planner
+    assert out.plan.budget is None
     nothing = s.replay("working-set:remove_below=0")
     assert nothing.plan.edits == () and shape(nothing.view.messages) == shape(s.messages)
 

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from .. import storage
 from ..errors import CtxreplayError
-from ..schema import CASES
+from ..schema import CASES, rows_table
 from .messages import Message
 from .store import REMAKE, Corpus, DamagedCorpusError, frame_of, sorted_by_session
 from .validate import FLAG_COMPACTION_SUMMARY
@@ -543,7 +543,7 @@ def build_cases(
     for shape in session_shapes(corpus):
         shaped += 1
         if len(rows) >= CASE_ROWS:
-            made.append(pa.Table.from_pylist(rows, schema=CASES))
+            made.append(rows_table(rows, CASES))
             rows = []
         if unsendable is not None:
             unsendable.extend(
@@ -581,7 +581,7 @@ def build_cases(
                     future_end=ends.get(index),
                 )
             )
-    made.append(pa.Table.from_pylist(rows, schema=CASES))
+    made.append(rows_table(rows, CASES))
     frame = frame_of(pa.concat_tables(made)).sort(["session_id", "cut"])
     if no_case is not None and triggers and len(source_of) > shaped:
         no_case["no visible message"] += len(source_of) - shaped  # never shaped

@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 
 from .. import arrow_memory, storage
 from ..errors import CtxreplayError
-from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS
+from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS, rows_table
 from ..version import __version__
 from .importers.reader import file_sha256
 from .messages import Message, Session
@@ -159,6 +159,7 @@ _ROW_BYTES = 64
 _TOKEN_CACHE_CHARS = 4 * 1024 * 1024
 #: a buffered row's estimated size, under a key that is no column (Arrow ignores it)
 _SIZE = "\0bytes"
+_BOOKKEEPING = frozenset({_SIZE})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -378,7 +379,7 @@ class CorpusWriter:
                 folder = self.build / table
                 folder.mkdir(parents=True, exist_ok=True)
                 spans = [_Span("", i, i + 1, r.pop(_SIZE, _ROW_BYTES)) for i, r in enumerate(rows)]
-                arrow = pa.Table.from_pylist(rows, schema=_SCHEMAS[table])
+                arrow = rows_table(rows, _SCHEMAS[table])
                 rows.clear()
                 path = folder / f"part-{self._part:05d}.parquet"
                 _write([(arrow, spans)], path, self.row_group_bytes, by_key=False)
@@ -400,7 +401,7 @@ class CorpusWriter:
                         by_bucket[bucket_of(row["session_id"], self.buckets)].append(row)
                     out[table] = {
                         b: (
-                            pa.Table.from_pylist(r, schema=_SCHEMAS[table]),
+                            rows_table(r, _SCHEMAS[table], _BOOKKEEPING),
                             _spans(r, self.row_group_bytes),
                         )
                         for b, r in by_bucket.items()
@@ -429,7 +430,7 @@ class CorpusWriter:
         for sid, tables in rows.items():
             for table, session_rows in tables.items():
                 try:
-                    pa.Table.from_pylist(session_rows, schema=_SCHEMAS[table])
+                    rows_table(session_rows, _SCHEMAS[table], _BOOKKEEPING)
                 except _CONVERSION_ERRORS as e:
                     bad[sid] = e
                     break

@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from .. import storage
 from ..datasets.cases import cases_file_of, future_of, is_compaction, prefix_of, read_cases
-from ..datasets.messages import Message, as_dict
+from ..datasets.messages import Message
 from ..datasets.rows import part_to_row
 from ..datasets.store import Corpus, created_at
 from ..datasets.tokenizer import CountCache, get_tokenizer
@@ -49,6 +49,7 @@ from ..replay.context import PrefixContext
 from ..replay.cost import case_cost
 from ..replay.objects import ObjectIndex, build_index, part_tokens
 from ..replay.outcome import Outcome, replay_case
+from ..replay.plan import PlannerReport
 from ..replay.view import InvalidViewError, view_problems
 from ..runs import (
     DONE_DIR,
@@ -231,12 +232,13 @@ def outcome_rows(
     for d in rehearsal.dropped:
         reasons[d.reason] = reasons.get(d.reason, 0) + 1
     first_edit = first_difference(ctx.messages, view.messages)
-    planner = outcome.planner
+    plan = outcome.plan
+    planner = plan.planner or PlannerReport()
     cost = case_cost(
-        ctx.messages, view.messages, first_edit, future, tariff, float(planner.get("usd") or 0.0)
+        ctx.messages, view.messages, first_edit, future, tariff, float(planner.usd or 0.0)
     )
     editable = editable_tokens(ctx)
-    budget = as_dict(planner.get("budget"))
+    budget = plan.budget
     figures = {
         "policy": outcome.policy,
         "policy_name": name,
@@ -250,13 +252,13 @@ def outcome_rows(
         "pruning_rate": view.pruning_rate,
         "editable_tokens": editable,
         "editable_pruning": editable_pruning(view.prefix_tokens, view.tokens, editable),
-        "budget_note": None if budget.get("met", True) else budget.get("reason"),
-        "no_edit": planner.get("no_edit"),
+        "budget_note": None if budget is None or budget.met else budget.reason,
+        "no_edit": plan.no_edit,
         "n_objects": len(ctx.index.objects),
         "n_fold": counts["fold"],
         "n_mask": counts["mask"],
         "n_prune": counts["prune"],
-        "n_planned": sum(1 for e in outcome.plan.edits if e.action != "keep"),
+        "n_planned": sum(1 for e in plan.edits if e.action != "keep"),
         "n_dropped": len(rehearsal.dropped),
         "dropped_reasons": json.dumps(reasons, sort_keys=True),
         "touched_latest_turn": rehearsal.touched_latest_turn,
@@ -265,14 +267,14 @@ def outcome_rows(
         "committed": outcome.committed,
         "commit_reason": outcome.commit_reason,
         "planner_failure": outcome.planner_failure,
-        "planner_prompt_tokens": planner.get("prompt_tokens"),
-        "planner_completion_tokens": planner.get("completion_tokens"),
-        "planner_usd": planner.get("usd"),
-        "planner_prompt_hash": planner.get("prompt_hash"),
-        "planner_params": json.dumps(planner["params_sent"], sort_keys=True)
-        if planner.get("params_sent")
+        "planner_prompt_tokens": planner.prompt_tokens,
+        "planner_completion_tokens": planner.completion_tokens,
+        "planner_usd": planner.usd,
+        "planner_prompt_hash": planner.prompt_hash,
+        "planner_params": json.dumps(planner.params_sent, sort_keys=True)
+        if planner.params_sent
         else None,
-        "planner_cache_hit": planner.get("cache_hit"),
+        "planner_cache_hit": planner.cache_hit,
         "n_archives": len(view.archives),
         **cost.as_row(),
     }

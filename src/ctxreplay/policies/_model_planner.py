@@ -6,10 +6,12 @@ per-endpoint concurrency limit and cost accounting. The client holds sockets and
 pickles as its parameters only, and each worker process builds its own client on first use.
 
 Every call's prompt hash, the parameters actually sent, token usage and cost go into
-``Plan.meta`` (the engine writes them to the figures table). A call that fails — timeout,
-refusal, output that cannot be read — raises :class:`ModelPlannerError`, which the harness turns
-into a recorded planner failure with the prefix unchanged, never a silent keep-all; the error
-carries the same bookkeeping in ``.meta``, since the tokens were spent all the same.
+``Plan.planner`` (a :class:`~ctxreplay.replay.plan.PlannerReport`, which the engine writes to the
+figures table); attempts, finish reason and model go into ``Plan.meta``. A call that fails —
+timeout, refusal, output that cannot be read — raises :class:`ModelPlannerError`, which the
+harness turns into a recorded planner failure with the prefix unchanged, never a silent
+keep-all; the error carries the same report in ``.report``, since the tokens were spent all the
+same.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..llm.completion import Completion, ModelCallError
 from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
-from ..replay.plan import PlannerError
+from ..replay.plan import PlannerError, PlannerReport
 
 if TYPE_CHECKING:
     from ..llm.client import ModelClient
@@ -38,10 +40,16 @@ class ModelParams(EndpointParams):
 class ModelPlannerError(PlannerError):
     """A planner failure with what the failed attempt cost (tokens, prompt hash, parameters)."""
 
-    def __init__(self, reason: str, meta: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        meta: dict[str, Any] | None = None,
+        report: PlannerReport | None = None,
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.meta: dict[str, Any] = {**(meta or {}), "failure": reason}
+        self.report = report
 
 
 class ModelPlannerMixin:
@@ -89,23 +97,31 @@ class ModelPlannerMixin:
         request: Sequence[Mapping[str, Any]],
         args: dict[str, Any],
         meta: dict[str, Any] | None = None,
-    ) -> tuple[Completion, dict[str, Any]]:
-        """One planner call: the completion and its bookkeeping (``meta`` plus usage). A failed
-        call, a refusal or a content-filtered answer is a :class:`ModelPlannerError` carrying the
-        bookkeeping (and, for a failed call, the request as it was sent)."""
+    ) -> tuple[Completion, dict[str, Any], PlannerReport]:
+        """One planner call: the completion, ``meta`` plus the call's details, and its report.
+        A failed call, a refusal or a content-filtered answer is a :class:`ModelPlannerError`
+        carrying the report (for a failed call, with the request as it was sent)."""
         meta = dict(meta or {})
         try:
             completion = self.client.complete(request, **args)
         except ModelCallError as e:
-            meta.update(call_failure_meta(e))
-            meta["params_sent"] = self.client.request_body(request, **args)
-            raise ModelPlannerError(f"model call failed: {e.reason}", meta) from None
+            meta.update(planner="llm", attempts=e.attempts)
+            report = PlannerReport(
+                prompt_tokens=0,
+                completion_tokens=0,
+                prompt_hash=e.prompt_hash,
+                params_sent=self.client.request_body(request, **args),
+            )
+            raise ModelPlannerError(f"model call failed: {e.reason}", meta, report) from None
         meta.update(completion_meta(completion))
+        report = completion_report(completion)
         if completion.refusal:
-            raise ModelPlannerError(f"refused: {completion.refusal[:200]}", meta)
+            raise ModelPlannerError(f"refused: {completion.refusal[:200]}", meta, report)
         if completion.finish_reason == "content_filter":
-            raise ModelPlannerError("refused: withheld by the endpoint's content filter", meta)
-        return completion, meta
+            raise ModelPlannerError(
+                "refused: withheld by the endpoint's content filter", meta, report
+            )
+        return completion, meta, report
 
     # the client holds sockets and locks: workers rebuild it from the params
     def __getstate__(self) -> dict[str, Any]:
@@ -115,35 +131,27 @@ class ModelPlannerMixin:
         self.__init__(state["params"])  # type: ignore[misc]
 
 
-def completion_meta(completion: Completion) -> dict[str, Any]:
-    """The bookkeeping of one model answer, under the keys the engine's figures read.
+def completion_report(completion: Completion) -> PlannerReport:
+    """What one model answer cost, for the figures. ``usd`` is what the call costs at the tariff
+    even when our cache served it: it is the planner's L_GC in the replayed system, not what this
+    replay spent."""
+    return PlannerReport(
+        prompt_tokens=completion.usage.prompt_tokens,
+        completion_tokens=completion.usage.completion_tokens,
+        usd=completion.usd,
+        prompt_hash=completion.prompt_hash,
+        params_sent=completion.params_sent,
+        cache_hit=completion.cache_hit,
+    )
 
-    ``usd`` is what the call costs at the tariff even when our cache served it: it is the
-    planner's L_GC in the replayed system, not what this replay spent.
-    """
+
+def completion_meta(completion: Completion) -> dict[str, Any]:
+    """The details of one model answer that no figure reads (``Plan.meta``)."""
     return {
         "planner": "llm",
-        "prompt_tokens": completion.usage.prompt_tokens,
-        "completion_tokens": completion.usage.completion_tokens,
         "cached_tokens": completion.usage.cached_tokens,
-        "usd": completion.usd,
-        "prompt_hash": completion.prompt_hash,
-        "params_sent": completion.params_sent,
-        "cache_hit": completion.cache_hit,
         "attempts": completion.attempts,
         "finish_reason": completion.finish_reason,
         "response_format": completion.response_format,
         "model": completion.model,
-    }
-
-
-def call_failure_meta(error: ModelCallError) -> dict[str, Any]:
-    """Bookkeeping of a call that failed for good (``ModelCallError``)."""
-    return {
-        "planner": "llm",
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "usd": None,
-        "prompt_hash": error.prompt_hash,
-        "attempts": error.attempts,
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from ..datasets.messages import Message
 from ..registry import param
@@ -20,7 +20,7 @@ from ._model_planner import (
     ModelPlannerMixin,
 )
 from .base import Policy, policy
-from .budget import BudgetParams, Need, need_for, spend, with_budget
+from .budget import BudgetParams, Need, budget_of, need_for, spend
 from .need import predict, priority
 from .recorded import recorded_edits
 
@@ -111,8 +111,6 @@ class AgentForgetting(ModelPlannerMixin, Policy):
     prefix too long for the model instead of sending it.
     """
 
-    all_or_nothing: ClassVar[bool] = True
-
     @dataclass(frozen=True)
     class Params(ModelParams, ForgettingSettings, BudgetParams):
         """The planner and reminder settings first, then the llm planner's endpoint."""
@@ -130,7 +128,7 @@ class AgentForgetting(ModelPlannerMixin, Policy):
         images = any(m.image_count for m in ctx.messages)
         if ctx.tokens < p.reminder_tokens and not images:
             below = f"the prefix holds {ctx.tokens:,} tokens, below reminder_tokens={p.reminder_tokens:,}"
-            return Plan(all_or_nothing=True, meta={"no_edit": below})
+            return Plan(all_or_nothing=True, no_edit=below)
         functions = ctx.index.functions()
         recent = sel.most_recent(functions, p.keep_recent)
         edits = [
@@ -168,8 +166,8 @@ class AgentForgetting(ModelPlannerMixin, Policy):
             )
             for e in spent.edits
         )
-        meta = with_budget({}, need, spent.planned, spent.reason)
-        return Plan(edits, all_or_nothing=True, meta=meta)
+        budget = budget_of(need, spent.planned, spent.reason)
+        return Plan(edits, all_or_nothing=True, budget=budget)
 
     def _selectable(self, ctx: PrefixContext, f: ContextObject) -> bool:
         body = sel.result_body(ctx, f)
@@ -204,25 +202,25 @@ class AgentForgetting(ModelPlannerMixin, Policy):
                 f"({p.max_prompt_tokens:,}); not sent",
                 meta,
             )
-        completion, meta = self.ask(request, args, meta)
+        completion, meta, report = self.ask(request, args, meta)
         calls = [c.name for c in completion.tool_calls]
         meta["tool_calls"] = calls
         apply = next((c for c in completion.tool_calls if c.name == acf.APPLY), None)
         if apply is None:
             if _TEXT_CALL.search(completion.text or ""):
                 raise ModelPlannerError(
-                    "unparseable: context_apply written as text, not as a tool call", meta
+                    "unparseable: context_apply written as text, not as a tool call", meta, report
                 )
             meta["decision"] = "no context_apply call" if calls else "no tool call"
-            return Plan(tuple(prior), all_or_nothing=True, meta=meta)
+            return Plan(tuple(prior), all_or_nothing=True, planner=report, meta=meta)
         try:
             items = acf.read_batch(apply.arguments)
         except acf.BatchFormatError as e:
-            raise ModelPlannerError(f"unparseable: context_apply {e}", meta) from None
+            raise ModelPlannerError(f"unparseable: context_apply {e}", meta, report) from None
         meta["batch"] = [[rid, note] for rid, note in items]
         if not items:
             meta["decision"] = "empty batch"
-            return Plan(tuple(prior), all_or_nothing=True, meta=meta)
+            return Plan(tuple(prior), all_or_nothing=True, planner=report, meta=meta)
         problem = acf.batch_problem(
             ctx.index,
             items,
@@ -234,7 +232,7 @@ class AgentForgetting(ModelPlannerMixin, Policy):
         if problem:
             meta["batch_problem"] = problem
         edits = (*prior, *acf.batch_edits(ctx.index, items))
-        return Plan(edits, all_or_nothing=True, meta=meta)
+        return Plan(edits, all_or_nothing=True, planner=report, meta=meta)
 
     def _as_seen(self, ctx: PrefixContext, prior: list[Edit]) -> tuple[Message, ...]:
         """The prefix with the recorded archives in place: what the agent really saw."""

@@ -11,10 +11,10 @@ the same removal:
 The need is the larger of the two (``tokens_to_remove``). Each policy maps it onto its own order
 (documented in its docstring): it spends candidate edits, most expendable first, until the need
 is met (``spend``; ``extend`` adds what it spends to the rule's own edits), and records the
-outcome in ``Plan.meta["budget"]``::
+outcome in ``Plan.budget``::
 
-    {"need": 2048, "planned": 1310, "met": False,
-     "reason": "target 0.40 of 5,120 editable tokens needs 2,048; only 1,310 removable: ..."}
+    BudgetOutcome(need=2048, planned=1310, met=False,
+                  reason="target 0.40 of 5,120 editable tokens needs 2,048; only 1,310 removable: ...")
 
 With both knobs at 0 (the defaults) a policy behaves exactly as its own rule says and records
 nothing. Trigger parameters keep their meaning: a trigger not reached still means no edit (the
@@ -31,7 +31,7 @@ from typing import Any, Generic, TypeVar
 from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import editable_positions
-from ..replay.plan import Edit
+from ..replay.plan import BudgetOutcome, Edit, Plan
 
 #: the default explanation of a shortfall
 KEPT_BY_RULES = "every remaining object is protected or kept by the policy's rules"
@@ -173,34 +173,22 @@ def spend(
     return Spending(tuple(chosen), planned, met, None if met else shortfall(need, planned, why))
 
 
-def budget_meta(
+def budget_of(
     need: Need, planned: int | Spending[Any], reason: str | None = None
-) -> dict[str, Any]:
-    """``Plan.meta["budget"]``: the need, the tokens planned, whether it is met, and why not.
+) -> BudgetOutcome | None:
+    """``Plan.budget`` when a target or budget is set (None otherwise): the need, the tokens
+    planned, whether it is met, and why not.
 
     ``planned``: what ``spend`` returned (recorded as it is), or the tokens planned in all
     (``reason`` then says why they fall short; by default, the policy's rules)."""
+    if not need.active:
+        return None
     if not isinstance(planned, Spending):
         met = planned >= need.tokens
         if not met and reason is None:
             reason = shortfall(need, planned)
         planned = Spending((), planned, met, None if met else reason)
-    return {
-        "need": need.tokens,
-        "planned": planned.planned,
-        "met": planned.met,
-        "reason": planned.reason,
-    }
-
-
-def with_budget(
-    meta: dict[str, Any], need: Need, planned: int | Spending[Any], reason: str | None = None
-) -> dict[str, Any]:
-    """``meta`` plus the budget record (``budget_meta``) when a target or budget is set
-    (unchanged otherwise)."""
-    if not need.active:
-        return meta
-    return {**meta, "budget": budget_meta(need, planned, reason)}
+    return BudgetOutcome(need.tokens, planned.planned, planned.met, planned.reason)
 
 
 @dataclass(frozen=True)
@@ -211,9 +199,10 @@ class Extension:
     spent: Spending[Edit]
     need: Need
 
-    def meta(self, meta: dict[str, Any]) -> dict[str, Any]:
-        """``meta`` plus the budget record of this extension (when a need is set)."""
-        return with_budget(meta, self.need, self.spent)
+    @property
+    def budget(self) -> BudgetOutcome | None:
+        """The budget record of this extension (when a need is set)."""
+        return budget_of(self.need, self.spent)
 
 
 def extend(
@@ -245,21 +234,18 @@ def estimate_meta(need: Need, planned: int) -> dict[str, Any]:
     return {"estimated_tokens": need.prefix - planned, "target_tokens": need.prefix - need.tokens}
 
 
-def no_edit(need: Need, why: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The plan meta of a policy that edits nothing because of ``why`` (a trigger not reached,
-    too little freed), whatever the need."""
-    return with_budget(
-        {**(meta or {}), "no_edit": why}, need, 0, f"{need.describe()}; no edit: {why}"
-    )
+def no_edit(need: Need, why: str, meta: dict[str, Any] | None = None) -> Plan:
+    """The plan of a policy that edits nothing because of ``why`` (a trigger not reached, too
+    little freed), whatever the need."""
+    budget = budget_of(need, 0, f"{need.describe()}; no edit: {why}")
+    return Plan(meta=dict(meta or {}), budget=budget, no_edit=why)
 
 
-def not_triggered(need: Need, prefix: int, trigger: int, name: str) -> dict[str, Any]:
-    """The plan meta of a policy whose trigger was not reached."""
+def not_triggered(need: Need, prefix: int, trigger: int, name: str) -> Plan:
+    """The plan of a policy whose trigger was not reached."""
     return no_edit(need, f"the prefix holds {prefix:,} tokens, below {name}={trigger:,}")
 
 
-def freed_too_little(
-    need: Need, freed: int, clear_at_least: int, meta: dict[str, Any]
-) -> dict[str, Any]:
-    """The plan meta of a policy whose edits would free less than its ``clear_at_least``."""
+def freed_too_little(need: Need, freed: int, clear_at_least: int, meta: dict[str, Any]) -> Plan:
+    """The plan of a policy whose edits would free less than its ``clear_at_least``."""
     return no_edit(need, f"{freed:,} tokens freed < clear_at_least={clear_at_least:,}", meta)

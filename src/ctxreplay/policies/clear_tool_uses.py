@@ -68,7 +68,7 @@ class ClearToolUses(Policy):
         p = self.params
         need = need_for(ctx, p)
         if ctx.tokens < p.trigger:
-            return Plan(meta=not_triggered(need, ctx.tokens, p.trigger, "trigger"))
+            return not_triggered(need, ctx.tokens, p.trigger, "trigger")
         functions = ctx.index.functions()
         recent = sel.most_recent(functions, p.keep)
         editable = {f.id for f in sel.editable_functions(ctx)}
@@ -98,11 +98,11 @@ class ClearToolUses(Policy):
         freed = ext.spent.planned
         none = {"cleared_input_tokens": 0, "cleared_tool_uses": 0}
         if not ext.edits:
-            return Plan(meta=ext.meta(none))
+            return Plan(meta=none, budget=ext.budget)
         if freed < p.clear_at_least:
-            return Plan(meta=freed_too_little(need, freed, p.clear_at_least, none))
+            return freed_too_little(need, freed, p.clear_at_least, none)
         meta = {"cleared_input_tokens": freed, "cleared_tool_uses": len(ext.edits)}
-        return Plan(ext.edits, meta=ext.meta(meta))
+        return Plan(ext.edits, meta=meta, budget=ext.budget)
 
     def _clear(self, f: ContextObject) -> Edit:
         return sel.clear(f, PLACEHOLDER, "clear_tool_uses", self.params.clear_tool_inputs)

@@ -71,7 +71,7 @@ class Hybrid(Policy):
         p = self.params
         need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
-            return Plan(meta=not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens"))
+            return not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens")
         edits = observation_masks(ctx, p.window, True, "outside_window")
         functions = ctx.index.functions()
         summarised = 0
@@ -93,7 +93,7 @@ class Hybrid(Policy):
             "user message stay",
         )
         summarised += sum(e.action == "fold" for e in ext.spent.edits)
-        return Plan(ext.edits, meta=ext.meta({"summarised": summarised}))
+        return Plan(ext.edits, meta={"summarised": summarised}, budget=ext.budget)
 
     def _summary(self, ctx: PrefixContext, f: ContextObject, reason: str) -> Edit:
         note = summary_line(ctx, f, self.params.args_chars, self.params.digest_chars)

@@ -95,7 +95,7 @@ class ObservationMasking(Policy):
         p = self.params
         need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
-            return Plan(meta=not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens"))
+            return not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens")
         edits = observation_masks(ctx, p.keep, p.keep_first, "outside_window")
         if not need.active:
             return Plan(tuple(edits.values()))
@@ -109,4 +109,4 @@ class ObservationMasking(Policy):
             + (" but the first (keep_first)" if p.keep_first else "")
             + "; call envelopes, placeholders and the latest user message stay",
         )
-        return Plan(ext.edits, meta=ext.meta({}))
+        return Plan(ext.edits, meta={}, budget=ext.budget)

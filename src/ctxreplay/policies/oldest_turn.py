@@ -12,7 +12,7 @@ from ..replay.plan import Edit, Plan
 from ..replay.view import fold_pointer, make_archive
 from . import _select as sel
 from .base import Policy, policy
-from .budget import BudgetParams, estimate_meta, need_for, not_triggered, spend, with_budget
+from .budget import BudgetParams, budget_of, estimate_meta, need_for, not_triggered, spend
 
 
 @policy("oldest-turn")
@@ -63,7 +63,7 @@ class OldestTurn(Policy):
         total = ctx.tokens
         need = need_for(ctx, p)
         if total <= 0 or total < p.trigger_tokens:
-            return Plan(meta=not_triggered(need, total, p.trigger_tokens, "trigger_tokens"))
+            return not_triggered(need, total, p.trigger_tokens, "trigger_tokens")
         units, recent = self._units(ctx)
         if need.active:
             spent = spend(
@@ -75,8 +75,8 @@ class OldestTurn(Policy):
                 why="only the system prompt, the first and the latest user turns, and what "
                 "rehearsal would refuse stay",
             )
-            meta = with_budget(estimate_meta(need, spent.planned), need, spent)
-            return Plan(spent.edits, meta=meta)
+            meta = estimate_meta(need, spent.planned)
+            return Plan(spent.edits, meta=meta, budget=budget_of(need, spent))
         target = p.target_ratio * total
         estimate = total
         edits: list[Edit] = []

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from ..registry import param
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject, part_tokens
-from ..replay.plan import Edit, Plan
+from ..replay.plan import Edit, Plan, PlannerReport
 from ..text.anchors import LOCATOR_KINDS, extract
 from ..text.facts import ERROR, facts_of, key_words, parse_json
 from ..text.quoting import close_delimiter, fit_prompt, neutralise, open_delimiter, shorten
@@ -25,7 +25,7 @@ from ._model_planner import (
     ModelPlannerMixin,
 )
 from .base import Policy, policy
-from .budget import BudgetParams, need_for, not_triggered, shortfall, with_budget
+from .budget import BudgetParams, budget_of, need_for, not_triggered, shortfall
 
 
 @dataclass(frozen=True)
@@ -114,17 +114,18 @@ class PruneSummarise(ModelPlannerMixin, Policy):
         p = self.params
         need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
-            return Plan(meta=not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens"))
+            return not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens")
         evicted = evicted_pairs(ctx, p.keep)
         if need.active:  # the window shrinks, oldest pair first, until the need is met
             window = [f for f in evicted_pairs(ctx, 0) if f not in evicted]
             while window and self._saving(ctx, evicted) < need.tokens:
                 evicted.append(window.pop(0))
         if not evicted:
-            return Plan(meta=with_budget({}, need, 0))
+            return Plan(budget=budget_of(need, 0))
         title = summary_title(len(evicted))
+        report = None
         if p.planner == "llm":
-            text, meta = self._summary_llm(ctx, evicted, title)
+            text, meta, report = self._summary_llm(ctx, evicted, title)
         else:
             digest = rules_digest(ctx, evicted, p.summary_tokens)
             text, meta = digest.text, {"planner": "rules", "l_gc": 0.0, **digest.meta}
@@ -132,14 +133,14 @@ class PruneSummarise(ModelPlannerMixin, Policy):
         saving = sum(f.tokens for f in evicted) - _call_tokens(ctx, evicted[0]) - size
         meta = {**meta, "summarised": len(evicted), "summary_tokens": size}
         if saving <= 0:
-            return Plan(meta=with_budget({**meta, "skipped": "no_saving"}, need, 0))
+            meta["skipped"] = "no_saving"
+            return Plan(meta=meta, budget=budget_of(need, 0), planner=report)
         host, rest = evicted[0], evicted[1:]
         edits = [Edit(host.id, "fold", note=text, route=False, reason="summary_of_evicted")]
         edits += [Edit(f.id, "prune", reason=f"summarised_in {host.id}") for f in rest]
         why = "every tool pair is summarised; the latest user message's pairs stay"
-        return Plan(
-            tuple(edits), meta=with_budget(meta, need, saving, shortfall(need, saving, why))
-        )
+        budget = budget_of(need, saving, shortfall(need, saving, why))
+        return Plan(tuple(edits), meta=meta, budget=budget, planner=report)
 
     def _saving(self, ctx: PrefixContext, evicted: Sequence[ContextObject]) -> int:
         """What evicting ``evicted`` removes (the first pair's call stays, holding the summary):
@@ -160,7 +161,7 @@ class PruneSummarise(ModelPlannerMixin, Policy):
 
     def _summary_llm(
         self, ctx: PrefixContext, evicted: list[ContextObject], title: str
-    ) -> tuple[str, dict[str, Any]]:
+    ) -> tuple[str, dict[str, Any], PlannerReport]:
 
         p = self.params
         rendered = render_summary_prompt(ctx, evicted, p.summary_tokens, p.max_prompt_tokens)
@@ -170,14 +171,14 @@ class PruneSummarise(ModelPlannerMixin, Policy):
             "prompt_over_budget": rendered.over_budget,
         }
         args = {"temperature": p.temperature, "seed": p.seed, "max_tokens": p.max_tokens}
-        completion, meta = self.ask(rendered.messages, args, prompt)
+        completion, meta, report = self.ask(rendered.messages, args, prompt)
         answer = (completion.text or "").strip()
         if not answer:
-            raise ModelPlannerError("empty summary", meta)
+            raise ModelPlannerError("empty summary", meta, report)
         room = max(0, p.summary_tokens - ctx.count(title + "\n"))
         body = clip_tokens(answer, room, ctx.count)
         meta["summary_clipped"] = body != answer
-        return (f"{title}\n{body}" if body else title), meta
+        return (f"{title}\n{body}" if body else title), meta, report
 
 
 def evicted_pairs(ctx: PrefixContext, keep: int) -> list[ContextObject]:

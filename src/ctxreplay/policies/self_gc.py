@@ -10,7 +10,7 @@ from ..registry import param
 from ..replay.context import CommitDecision, PrefixContext
 from ..replay.cost import commit_benefit
 from ..replay.objects import ContextObject
-from ..replay.plan import Edit, Plan, Rehearsal, rehearse
+from ..replay.plan import Edit, Plan, PlannerReport, Rehearsal, rehearse
 from ..replay.view import View
 from ..tariffs import load_tariff
 from . import _select as sel
@@ -28,7 +28,7 @@ from ._selfgc_prompt import (
     render_plan_prompt,
 )
 from .base import Policy, policy
-from .budget import BudgetParams, Need, need_for, spend, with_budget
+from .budget import BudgetParams, Need, budget_of, need_for, spend
 from .need import Estimate, predict, priority
 
 #: rehearsal reasons that mean the planner named something that is not an object of the prefix
@@ -113,7 +113,7 @@ class SelfGC(ModelPlannerMixin, Policy):
     pruned and JSON output is compacted losslessly whatever the need; then, outside the last
     ``keep_recent`` tool uses, the results least likely to be needed again — old, not acted on
     by later calls, already restated by the agent — are masked (long logs) or folded behind a
-    pointer, until the need is met (``plan.meta["budget"]`` records it, or why not). Such a plan
+    pointer, until the need is met (``plan.budget`` records it, or why not). Such a plan
     is committed at once under the threshold rule: the budget is the user's decision.
 
     The ``llm`` planner asks a model on a side channel — a request of its own (instructions +
@@ -131,7 +131,7 @@ class SelfGC(ModelPlannerMixin, Policy):
     accepted. ``max_prompt_tokens`` bounds the rendering (previews shrink first);
     ``summary_chars`` bounds the summary, and the schema bounds steps and reasons, so that a
     small model cannot loop until ``max_tokens``.
-    Tokens, cost (the L_GC term), prompt hash and the parameters sent go into ``plan.meta``.
+    Tokens, cost (the L_GC term), prompt hash and the parameters sent go into ``plan.planner``.
 
     Commit (``decide``): ``commit_rule="threshold"`` (default) commits when the rehearsed
     estimated pruning (estimated saving / prefix tokens) exceeds ``commit_threshold`` — 0.3, the
@@ -205,7 +205,7 @@ class SelfGC(ModelPlannerMixin, Policy):
         chosen = [*free, *spent.edits]
         edits = tuple(self._estimate_edit(ctx, e) for e in chosen)
         meta = {"planner": "rules", "l_gc": 0.0, "need_prediction": True}
-        return Plan(edits, meta=with_budget(meta, need, spent.planned, spent.reason))
+        return Plan(edits, meta=meta, budget=budget_of(need, spent.planned, spent.reason))
 
     def _estimate_edit(self, ctx: PrefixContext, e: Estimate) -> Edit:
         reason = f"{e.reason} (need {e.score:.2f})"
@@ -268,15 +268,21 @@ class SelfGC(ModelPlannerMixin, Policy):
             "prompt_over_budget": rendered.over_budget,
         }
         args = self._call_args()
-        completion, meta = self.ask(rendered.messages, args, prompt)
+        completion, meta, report = self.ask(rendered.messages, args, prompt)
         try:
             parsed = parse_plan(completion.text)
         except PlanFormatError as e:
             cut = " (truncated at max_tokens)" if completion.finish_reason == "length" else ""
-            raise ModelPlannerError(f"unparseable: {e}{cut}", meta) from None
-        return self._plan_from(ctx, parsed, meta)
+            raise ModelPlannerError(f"unparseable: {e}{cut}", meta, report) from None
+        return self._plan_from(ctx, parsed, meta, report)
 
-    def _plan_from(self, ctx: PrefixContext, parsed: ParsedPlan, meta: dict[str, Any]) -> Plan:
+    def _plan_from(
+        self,
+        ctx: PrefixContext,
+        parsed: ParsedPlan,
+        meta: dict[str, Any],
+        report: PlannerReport | None = None,
+    ) -> Plan:
         """One edit per target; counted against the prefix the way the harness will see it."""
         edits = tuple(
             Edit(target, step.action, reason=step.reason or None)
@@ -298,7 +304,7 @@ class SelfGC(ModelPlannerMixin, Policy):
             "n_dropped": len(trial.dropped),
             "dropped": reasons,
         }
-        return Plan(edits, summary=parsed.summary or None, meta=meta)
+        return Plan(edits, summary=parsed.summary or None, planner=report, meta=meta)
 
     # --- decide ---------------------------------------------------------------------------
 
@@ -307,14 +313,15 @@ class SelfGC(ModelPlannerMixin, Policy):
     ) -> CommitDecision:
         p = self.params
         prefix = ctx.tokens
-        if "budget" in plan.meta and p.commit_rule == "threshold":
+        if plan.budget is not None and p.commit_rule == "threshold":
             return CommitDecision(True, "budget: the target or budget asks for this removal")
         if p.commit_rule == "threshold":
             pruning = rehearsal.estimated_saving / prefix if prefix else 0.0
             if pruning > p.commit_threshold:
                 return CommitDecision(True, f"pruning {pruning:.3f} > {p.commit_threshold}")
             return CommitDecision(False, f"pruning {pruning:.3f} <= {p.commit_threshold}")
-        value = self.commit_value(prefix, view, l_gc=float(plan.meta.get("usd") or 0.0))
+        l_gc = plan.planner.usd if plan.planner is not None else None
+        value = self.commit_value(prefix, view, l_gc=float(l_gc or 0.0))
         if value > 0:
             return CommitDecision(True, f"cost: net saving {value:.6f} USD > 0")
         return CommitDecision(False, f"cost: net saving {value:.6f} USD <= 0")

@@ -80,7 +80,7 @@ class ToolMaskPrune(Policy):
         total = ctx.tokens
         need = need_for(ctx, p)
         if total <= 0 or total < p.trigger_tokens:
-            return Plan(meta=not_triggered(need, total, p.trigger_tokens, "trigger_tokens"))
+            return not_triggered(need, total, p.trigger_tokens, "trigger_tokens")
         functions = ctx.index.functions()
         recent = sel.most_recent(functions, p.keep)
         old = [
@@ -151,7 +151,7 @@ class ToolMaskPrune(Policy):
             why="every clearable tool result is cleared; call envelopes, placeholders, excluded "
             "tools and the latest user message stay",
         )
-        return Plan(ext.edits, meta=ext.meta(estimate_meta(need, ext.spent.planned)))
+        return Plan(ext.edits, meta=estimate_meta(need, ext.spent.planned), budget=ext.budget)
 
     def _head_tail(self, length: int) -> tuple[int, int]:
         p = self.params

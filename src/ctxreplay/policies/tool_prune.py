@@ -67,7 +67,7 @@ class ToolPrune(Policy):
         p = self.params
         need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
-            return Plan(meta=not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens"))
+            return not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens")
         old, recent = self._candidates(ctx)
         edits: list[Edit] = []
         freed = 0
@@ -92,8 +92,8 @@ class ToolPrune(Policy):
         freed = ext.spent.planned
         if freed < p.clear_at_least:
             meta = {"freed_tokens": freed, "skipped": "clear_at_least"}
-            return Plan(meta=freed_too_little(need, freed, p.clear_at_least, meta))
-        return Plan(ext.edits, meta=ext.meta({"freed_tokens": freed}))
+            return freed_too_little(need, freed, p.clear_at_least, meta)
+        return Plan(ext.edits, meta={"freed_tokens": freed}, budget=ext.budget)
 
     def _candidates(self, ctx: PrefixContext) -> tuple[list[ContextObject], list[ContextObject]]:
         """Clearable results outside the recent window, and those inside it (oldest first)."""

@@ -21,7 +21,7 @@ from ..replay.objects import ContextObject, latest_user_message
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, policy
-from .budget import BudgetParams, Need, need_for, spend, with_budget
+from .budget import BudgetParams, Need, budget_of, need_for, spend
 from .need import _last_mentions, _values
 
 #: a path or a file name in a call's arguments (``src/app.py``, ``README.md``, ``~/.cfg/x``)
@@ -304,7 +304,7 @@ class WorkingSet(Policy):
         edits = [self._edit(c) for c in chosen]
         if self.params.partial and chosen and spent.met:
             edits[-1] = self._partial(ctx, chosen[-1], need, total) or edits[-1]
-        return Plan(self._ordered(ctx, edits), meta=with_budget({}, need, spent))
+        return Plan(self._ordered(ctx, edits), budget=budget_of(need, spent))
 
     def _edit(self, c: Candidate) -> Edit:
         reason = f"need {c.need:.3f} for {c.saving:,} tokens"

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from ..datasets.messages import Message
 from .context import Planner, PrefixContext
@@ -22,7 +21,6 @@ class Outcome:
     committed: bool
     commit_reason: str
     planner_failure: str | None = None
-    planner: dict[str, Any] = field(default_factory=dict)
 
     @property
     def pruning_rate(self) -> float:
@@ -43,7 +41,9 @@ def replay_case(policy: Planner, ctx: PrefixContext) -> Outcome:
         plan = policy.plan(ctx)
     except PlannerError as e:
         # a failed call still cost tokens: keep its bookkeeping (tokens, prompt hash, params)
-        plan, failure = Plan(meta={**getattr(e, "meta", {}), "failure": str(e)}), str(e)
+        failure = str(e)
+        meta = {**getattr(e, "meta", {}), "failure": failure}
+        plan = Plan(meta=meta, planner=getattr(e, "report", None))
     rehearsal = rehearse(plan, ctx.index)
     view = commit(
         rehearsal,
@@ -73,5 +73,4 @@ def replay_case(policy: Planner, ctx: PrefixContext) -> Outcome:
         committed=decision_commit,
         commit_reason=reason,
         planner_failure=failure,
-        planner=dict(plan.meta),
     )

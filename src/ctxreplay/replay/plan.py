@@ -53,13 +53,44 @@ class Edit:
     reason: str | None = None  # the planner's own reason, for the audit
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetOutcome:
+    """What a plan made of the need its ``target``/``budget`` set: the tokens to remove, the
+    tokens planned, whether that is enough, and why not (``policies.budget``)."""
+
+    need: int
+    planned: int
+    met: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannerReport:
+    """A model planner's bookkeeping for the figures' ``planner_*`` columns. ``usd`` is what the
+    call costs at the tariff even when our cache served it (the L_GC term of Self-GC)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    usd: float | None = None
+    prompt_hash: str | None = None
+    params_sent: dict[str, Any] | None = None
+    cache_hit: bool | None = None
+
+
 @dataclass(frozen=True)
 class Plan:
     edits: tuple[Edit, ...] = ()
     all_or_nothing: bool = False
     #: Self-GC's above_conversation_summary, when the planner wrote one
     summary: str | None = None
-    #: planner bookkeeping: tokens used, prompt hash, failure reason, ...
+    #: the budget record, when a target or budget is set
+    budget: BudgetOutcome | None = None
+    #: a model planner's call, when one was made
+    planner: PlannerReport | None = None
+    #: why the policy edits nothing whatever the need (a trigger not reached, too little freed)
+    no_edit: str | None = None
+    #: the policy's own details (what it summarised, the calls it parsed, ...), read by tests
+    #: and people, never by the engines
     meta: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod

@@ -50,7 +50,7 @@ import pyarrow.parquet as pq
 from ..files import atomic_path
 from ..judges.base import DEFAULT_JUDGE
 from ..runs import Run, judge_verdicts
-from ..schema import PHOENIX
+from ..schema import PHOENIX, rows_table
 from ..version import __version__
 from .tables import ReportError
 
@@ -274,7 +274,7 @@ def phoenix_table(records: pl.DataFrame) -> pa.Table:
                 "judge": v["judge"],
             }
         )
-    return pa.Table.from_pylist(rows, schema=PHOENIX)
+    return rows_table(rows, PHOENIX)
 
 
 def _metadata(v: dict[str, Any]) -> dict[str, Any]:
