@@ -201,16 +201,13 @@ def make_corpus(path: Path, sessions: Mapping[str, Sequence[Message]]) -> Corpus
 def view_input(prefix: tuple, future: tuple, *edits, case_id: str = "case"):
     """A judge's input for ``prefix`` committed under ``edits`` (``replay.plan.Edit``), with the
     real future: what the engine would hand a judge for one (case, policy)."""
-    from ctxreplay.judges.base import Archived, JudgeInput
+    from ctxreplay.judges.base import JudgeInput
     from ctxreplay.replay.objects import build_index
     from ctxreplay.replay.plan import Plan, rehearse
     from ctxreplay.replay.view import commit
 
     index = build_index(prefix, count)
     view = commit(rehearse(Plan.of(*edits), index), prefix, index, count)
-    archives = tuple(
-        Archived(a.ref, a.object_id, a.pointer_visible, a.payload, a.handle) for a in view.archives
-    )
     return JudgeInput(
-        case_id, "s", "p", prefix, view.messages, future, index, dict(view.actions), archives
+        case_id, "s", "p", prefix, view.messages, future, index, dict(view.actions), view.archives
     )

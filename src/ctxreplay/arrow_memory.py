@@ -5,7 +5,7 @@ batch of 256 rows), often from worker threads. Arrow's default allocator, mimall
 memory of each thread that allocated, so the resident memory of a long stage follows the number
 of reads rather than what is held: streaming the 6 parts of a bucket of the 16× corpus of
 ``benchmarks/bench_scale.py`` for a merge added 113 MB of resident memory with mimalloc and
-26 MB with the system allocator (issue 15).
+26 MB with the system allocator.
 
 Arrow's C++ code (the Parquet reader and writer, compute kernels) takes its buffers from the
 pool ``ARROW_DEFAULT_MEMORY_POOL`` names when pyarrow is first imported, so this module, which

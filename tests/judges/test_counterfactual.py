@@ -29,7 +29,7 @@ from ctxreplay.datasets.tokenizer import get_tokenizer
 from ctxreplay.datasets.validate import validate_session
 from ctxreplay.engines.judge import run_judge
 from ctxreplay.engines.replay import run_replay
-from ctxreplay.judges.base import LABELS, Archived, JudgeInput, make_judge
+from ctxreplay.judges.base import LABELS, JudgeInput, make_judge
 from ctxreplay.judges.counterfactual import (
     CounterfactualJudge,
     NextAction,
@@ -43,7 +43,7 @@ from ctxreplay.judges.counterfactual import (
     session_tools,
 )
 from ctxreplay.replay.objects import build_index
-from ctxreplay.replay.view import archive_payload
+from ctxreplay.replay.view import Archive, archive_payload
 from ctxreplay.runs import Run, read_verdicts
 
 from builders import call, coding_session, counted, numbered, result, system, user
@@ -131,10 +131,9 @@ def make_item(tools: list[dict[str, Any]] | None = None, policy: str = "p") -> J
         index=index,
         actions={"function:fetch:1": "fold", "function:read_file:2": "prune"},
         archives=(
-            Archived(
+            Archive(
                 "sha256:" + "0123456789abcdef" * 4,
                 "function:fetch:1",
-                True,
                 archive_payload(index["function:fetch:1"], prefix),
             ),
         ),

@@ -37,12 +37,12 @@ from ctxreplay.datasets.store import Corpus
 from ctxreplay.engines.calibrate import calibrate_against_deps, missed_dependencies
 from ctxreplay.engines.judge import run_judge
 from ctxreplay.engines.replay import run_replay
-from ctxreplay.judges.base import Archived, JudgeInput, make_judge
+from ctxreplay.judges.base import JudgeInput, make_judge
 from ctxreplay.judges.base import rendered as annotator_text
 from ctxreplay.judges.labels import DepsJudge, LabelsError, load_labels
 from ctxreplay.replay.objects import build_index
 from ctxreplay.replay.plan import Edit, Plan, rehearse
-from ctxreplay.replay.view import commit
+from ctxreplay.replay.view import Archive, commit
 from ctxreplay.reports.stats import wilson
 from ctxreplay.runs import calibration_path, read_calibration, read_verdicts, slug
 
@@ -533,13 +533,11 @@ def _labels(tmp_path: Path, deps: list[dict]) -> Path:
 def _item(view: tuple[Message, ...] | None = None, edit: Edit | None = None) -> JudgeInput:
     prefix, future = _session()
     index = build_index(prefix, count)
-    archives: tuple[Archived, ...] = ()
+    archives: tuple[Archive, ...] = ()
     if edit is not None:
         v = commit(rehearse(Plan.of(edit), index), prefix, index, count)
         view = v.messages
-        archives = tuple(
-            Archived(a.ref, a.object_id, a.pointer_visible, a.payload, a.handle) for a in v.archives
-        )
+        archives = v.archives
     return JudgeInput("s@6", "s", "p", prefix, view or prefix, future, index, {}, archives)
 
 

@@ -15,11 +15,12 @@ import pytest
 
 from ctxreplay.datasets.messages import Message, Part
 from ctxreplay.datasets.tokenizer import get_tokenizer
-from ctxreplay.judges.base import LABELS, Archived, JudgeInput, make_judge
+from ctxreplay.judges.base import LABELS, JudgeInput, make_judge
 from ctxreplay.judges.llm import VERDICT_SCHEMA, LLMJudge, LLMJudgeParams
 from ctxreplay.judges.prompt import render_prompt
 from ctxreplay.llm import LocalModelServer, forget_endpoints, local_model_available
 from ctxreplay.replay.objects import build_index
+from ctxreplay.replay.view import Archive
 from ctxreplay.schema import CATEGORIES
 
 from builders import numbered
@@ -78,9 +79,7 @@ def make_item(body: str = "", case_id: str = "s1:6", future_text: str = "") -> J
         future=future,
         index=index,
         actions={"function:fetch:1": "fold", "function:read_file:2": "prune"},
-        archives=(
-            Archived("sha256:" + "0123456789abcdef" * 4, "function:fetch:1", True, body.encode()),
-        ),
+        archives=(Archive("sha256:" + "0123456789abcdef" * 4, "function:fetch:1", body.encode()),),
     )
 
 

@@ -97,7 +97,7 @@ def test_planner_answers_are_read_by_their_models():
         parse_plan('{"above_conversation_summary": "x"}')
     lenient = parse_plan('{"plan": [{"action": " fold ", "targets": "function:a:1", "x": 1}]}')
     assert lenient.steps[0].targets == ("function:a:1",) and lenient.steps[0].action == "fold"
-    with pytest.raises(_acf.BatchFormatError, match=r"missing batch\[0\]\.result_id"):
+    with pytest.raises(_acf.ApplyBatchError, match=r"missing batch\[0\]\.result_id"):
         _acf.read_batch('{"batch": [{"note": "x"}]}')
     apply = _acf.TOOLS[0]["function"]["parameters"]
     assert apply == json_schema(_acf.ContextApply)

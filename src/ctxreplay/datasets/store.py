@@ -1096,7 +1096,7 @@ class Corpus:
 
     def _file_sessions(self, path: Path) -> Iterator[tuple[str, list[Message]]]:
         """The sessions of one part file in id order: streamed when the file says it is sorted
-        by (session, seq), as parts written since issue 15 are; read and sorted otherwise."""
+        by (session, seq), as parts written by current versions are; read and sorted otherwise."""
         with self._reading("messages"):
             schema = _SCHEMAS["messages"]
             if sorted_by_session(pq.ParquetFile(path)):
@@ -1145,8 +1145,8 @@ _READ_BUFFER = 1 << 14
 
 
 def sorted_by_session(file: pq.ParquetFile) -> bool:
-    """Whether a message part says it is sorted by (session, seq), as parts written since
-    issue 15 are (older ones are read whole and sorted)."""
+    """Whether a message part says it is sorted by (session, seq), as parts current
+    versions write are (older ones are read whole and sorted)."""
     meta = file.metadata
     names = file.schema_arrow.names
     if "session_id" not in names or "seq" not in names:

@@ -47,11 +47,12 @@ from ..datasets.messages import Message
 from ..datasets.tokenizer import get_tokenizer
 from ..errors import CtxreplayError
 from ..files import atomic_write_table, atomic_write_text, remove_stale_temps
-from ..judges.base import DEFAULT_JUDGE, Archived, Judge, JudgeInput, Verdict, judges, make_judge
+from ..judges.base import DEFAULT_JUDGE, Judge, JudgeInput, Verdict, judges, make_judge
 from ..llm.completion import EndpointUnreachable, is_transient
 from ..llm.endpoint import EndpointParams, in_run
 from ..replay.objects import build_index
 from ..replay.sidecar import SidecarError
+from ..replay.view import Archive
 from ..runs import (
     READ_ERRORS,
     DamagedRunError,
@@ -143,7 +144,7 @@ class Work:
 
 
 @dataclass
-class Chunk:
+class JudgeChunk:
     """Whole sessions with work left, judged together: the sessions are read from the corpus
     once, and only the replay parts that hold their views (``parts``: policy → part file names),
     so a worker never holds more than one chunk of the run or the corpus."""
@@ -163,19 +164,17 @@ Views = dict[tuple[str, str], dict[str, Any]]
 Actions = dict[tuple[str, str], dict[str, str]]
 
 
-def _archives(
-    row: dict[str, Any], sidecar: SidecarStore
-) -> tuple[tuple[Archived, ...], str | None]:
+def _archives(row: dict[str, Any], sidecar: SidecarStore) -> tuple[tuple[Archive, ...], str | None]:
     """A view's archived payloads from the sidecar, or why they cannot be had (a payload
     missing or altered): the pair is then unscored, never judged without them."""
     try:
         return tuple(
-            Archived(
-                a["ref"],
-                a["object_id"],
-                a["pointer_visible"],
-                sidecar.recover(a["ref"]),
-                a["handle"],
+            Archive(
+                ref=a["ref"],
+                object_id=a["object_id"],
+                payload=sidecar.recover(a["ref"]),
+                pointer_visible=a["pointer_visible"],
+                handle=a["handle"],
             )
             for a in row["archives"] or ()
         ), None
@@ -268,7 +267,7 @@ def _view_rows(table: pa.Table) -> list[dict[str, Any]]:
     return rows
 
 
-def load_views(run: Path, chunk: Chunk) -> tuple[Views, Actions]:
+def load_views(run: Path, chunk: JudgeChunk) -> tuple[Views, Actions]:
     """The views rows and committed actions of a chunk's pairs, from the parts that hold them."""
     wanted: dict[str, set[str]] = {}
     for w in chunk.works:
@@ -359,7 +358,7 @@ def chunk_inputs(
     run: Path,
     corpus: Any,
     sidecar: SidecarStore,
-    chunk: Chunk,
+    chunk: JudgeChunk,
     counts: bool = True,
     tools: bool = False,
 ) -> Iterator[list[Item]]:
@@ -404,7 +403,7 @@ def _start_worker(spec: dict[str, Any], state: Any, pool: bool = True) -> None:
         gc.freeze()
 
 
-def _judge_chunk(run_path: str, corpus_path: str, chunk: Chunk) -> list[dict[str, Any]]:
+def _judge_chunk(run_path: str, corpus_path: str, chunk: JudgeChunk) -> list[dict[str, Any]]:
     """A process worker: judge every input of a chunk with a deterministic judge."""
     from ..datasets.store import Corpus
 
@@ -531,12 +530,12 @@ def _pending_pairs(run: Run, labels: Sequence[str], done: pl.DataFrame) -> tuple
     ), figures.height
 
 
-class ChunkPlan(Sequence[Chunk]):
+class ChunkPlan(Sequence[JudgeChunk]):
     """The chunks of a judge run, each made when it is handed out: the plan holds the pending
     pairs and their cases as two frames, in the same session order, and where each chunk's rows
     start and end. The process handing out the work so holds a few columns per pair, not an
     object per pair and per case (those cost about 1 KB a pair: 100 MB at 2,000 sessions ×
-    10 policies, issue 15)."""
+    10 policies)."""
 
     def __init__(
         self, todo: pl.DataFrame, cases: pl.DataFrame, bounds: list[tuple[int, int, int, int]]
@@ -570,10 +569,10 @@ class ChunkPlan(Sequence[Chunk]):
         return len(self._bounds)
 
     @overload
-    def __getitem__(self, i: int) -> Chunk: ...
+    def __getitem__(self, i: int) -> JudgeChunk: ...
     @overload
-    def __getitem__(self, i: slice) -> list[Chunk]: ...
-    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
+    def __getitem__(self, i: slice) -> list[JudgeChunk]: ...
+    def __getitem__(self, i: int | slice) -> JudgeChunk | list[JudgeChunk]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         a, b, c, d = self._bounds[i]
@@ -590,7 +589,7 @@ class ChunkPlan(Sequence[Chunk]):
             policy = label_of.setdefault(policy, policy)
             works[sid].pairs.append((case_id, policy, committed))
             parts.setdefault(policy, set()).add(part)
-        return Chunk(list(works.values()), {k: sorted(v) for k, v in parts.items()})
+        return JudgeChunk(list(works.values()), {k: sorted(v) for k, v in parts.items()})
 
     def most_work_first(self) -> list[int]:
         """The chunks' indexes, the most work first: the messages the judge reads for each of a
@@ -805,7 +804,7 @@ def _run_processes(
 def _run_threaded(
     run: Run,
     judge: Judge,
-    chunks: Sequence[Chunk],
+    chunks: Sequence[JudgeChunk],
     record: Callable[[Iterable[dict[str, Any]]], None],
     flush_every: int,
     state: Any,
@@ -857,7 +856,7 @@ TALLY = ("label", "unscored_reason", "usd", "cache_hit", "calls")
 def _run_ray(
     run: Run,
     judge: Judge,
-    chunks: Sequence[Chunk],
+    chunks: Sequence[JudgeChunk],
     record: Callable[[Iterable[dict[str, Any]]], None],
     flush_every: int,
     address: str | None,
@@ -881,7 +880,7 @@ def _judge_task(
     spec: dict[str, Any],
     state: Any,
     flush_every: int,
-    chunk: Chunk,
+    chunk: JudgeChunk,
 ) -> list[dict[str, Any]]:
     """A Ray task: judge one chunk as the local engine does (a deterministic judge as a process
     worker would, a model judge in threads), write its verdict parts; what the summary counts."""

@@ -19,13 +19,13 @@ if TYPE_CHECKING:
     from ..registry import NoParams, param
     from ..replay.objects import ContextObject, ObjectIndex
     from .base import (
-        Archived,
+        Archive,
         Availability,
         Judge,
         JudgeInput,
+        JudgeUsage,
         Label,
         Loss,
-        Usage,
         Verdict,
         availability,
         judge,
@@ -44,13 +44,13 @@ __getattr__ = lazy_exports(
         "ctxreplay.registry": ("NoParams", "param"),
         "ctxreplay.replay.objects": ("ContextObject", "ObjectIndex"),
         "ctxreplay.judges.base": (
-            "Archived",
+            "Archive",
             "Availability",
             "Judge",
             "JudgeInput",
             "Label",
             "Loss",
-            "Usage",
+            "JudgeUsage",
             "Verdict",
             "availability",
             "judge",
@@ -65,11 +65,12 @@ __getattr__ = lazy_exports(
 )
 
 __all__ = [
-    "Archived",
+    "Archive",
     "Availability",
     "ContextObject",
     "Judge",
     "JudgeInput",
+    "JudgeUsage",
     "Label",
     "Loss",
     "Message",
@@ -77,7 +78,6 @@ __all__ = [
     "ObjectIndex",
     "Part",
     "Session",
-    "Usage",
     "Verdict",
     "availability",
     "judge",

@@ -20,6 +20,7 @@ from ..datasets.messages import Message, Part
 from ..datasets.store import bucket_of
 from ..registry import Plugin, Registry
 from ..replay.objects import ObjectIndex
+from ..replay.view import Archive
 
 Label = Literal["no_impact", "impact", "unscored"]
 LABELS: tuple[str, ...] = ("no_impact", "impact", "unscored")
@@ -46,7 +47,9 @@ class Loss:
 
 
 @dataclass(frozen=True)
-class Usage:
+class JudgeUsage:
+    """What a verdict cost: the judge's model calls, their tokens and price."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     usd: float = 0.0
@@ -60,7 +63,7 @@ class Verdict:
     reason: str | None = None  # why unscored, or the judge's short explanation
     dependencies: int = 0  # dependencies found (anchor judge)
     recoverable: int = 0  # of which only recoverable through a visible pointer
-    usage: Usage = field(default_factory=Usage)
+    usage: JudgeUsage = field(default_factory=JudgeUsage)
     cache_hit: bool = False
     prompt_hash: str | None = None
     raw: str | None = None  # the model's raw answer, for audit
@@ -82,17 +85,6 @@ def tally(found: str, losses: list[Loss], dependencies: int, recoverable: int) -
 
 
 @dataclass(frozen=True)
-class Archived:
-    """A payload the view set aside: its ref, whether its pointer is visible, its exact text."""
-
-    ref: str
-    object_id: str
-    pointer_visible: bool
-    payload: bytes
-    handle: str | None = None
-
-
-@dataclass(frozen=True)
 class JudgeInput:
     """Everything a judge may look at for one (case, policy)."""
 
@@ -104,7 +96,7 @@ class JudgeInput:
     future: tuple[Message, ...]  # what really happened next, up to the horizon
     index: ObjectIndex  # the prefix's context objects
     actions: dict[str, str]  # object id → committed action (keep|fold|mask|prune)
-    archives: tuple[Archived, ...] = ()
+    archives: tuple[Archive, ...] = ()
     committed: bool = True
     summary: str | None = None  # a planner's above-conversation summary, if committed
     cut: int | None = None  # the case's cut point (the seq of its first future message)

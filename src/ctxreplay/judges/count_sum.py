@@ -2,7 +2,7 @@
 
 Most keys of a corpus occur in one or two sessions, so the blocks' counts hold about one row per
 distinct token of the corpus, and DuckDB's hash aggregation over them grows with the corpus (about
-110 MB of resident memory for 2,000 synthetic sessions, issue 15). Run in the process that then
+110 MB of resident memory for 2,000 synthetic sessions). Run in the process that then
 judges, that memory would set its peak; run as ``python -m ctxreplay.judges.count_sum``, in a
 fresh process holding only DuckDB, it is given back when the sum is done. This module must stay
 this small: that process imports it alone.

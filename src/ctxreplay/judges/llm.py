@@ -40,7 +40,7 @@ from ..llm.completion import Completion, ModelCallError
 from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
 from ..llm.structured import NOT_BLANK, Answer, json_schema, structured_answer
 from ..schema import CATEGORIES
-from .base import Judge, JudgeInput, Loss, Usage, Verdict, judge
+from .base import Judge, JudgeInput, JudgeUsage, Loss, Verdict, judge
 from .prompt import STATUSES, RenderedPrompt, render_prompt
 
 if TYPE_CHECKING:  # the values are the tuples' (the checker sees plain strings)
@@ -155,8 +155,8 @@ class Spend:
         """Every request of the verdict came from the cache (and there was one)."""
         return self.asked > 0 and self.paid == 0
 
-    def usage(self) -> Usage:
-        return Usage(self.prompt_tokens, self.completion_tokens, self.usd, self.calls)
+    def usage(self) -> JudgeUsage:
+        return JudgeUsage(self.prompt_tokens, self.completion_tokens, self.usd, self.calls)
 
 
 class ModelJudge(Judge):
@@ -218,7 +218,7 @@ class LLMJudge(ModelJudge):
             return Verdict.unscored(
                 f"model call failed: {e.reason}",
                 prompt_hash=e.prompt_hash,
-                usage=Usage(calls=e.attempts),
+                usage=JudgeUsage(calls=e.attempts),
             )
         return self.verdict_from_completion(item, completion)
 
@@ -255,7 +255,7 @@ class LLMJudge(ModelJudge):
     # --- answers ----------------------------------------------------------------------------
 
     def verdict_from_completion(self, item: JudgeInput, c: Completion) -> Verdict:
-        usage = Usage(
+        usage = JudgeUsage(
             prompt_tokens=c.usage.prompt_tokens,
             completion_tokens=c.usage.completion_tokens,
             usd=0.0 if c.cache_hit else (c.usd or 0.0),

@@ -194,7 +194,7 @@ def acting_request(
 # --- reading the model's call ---------------------------------------------------------------
 
 
-class BatchFormatError(ValueError):
+class ApplyBatchError(ValueError):
     """A ``context_apply`` call whose arguments are not ``{"batch": [{result_id, note}]}``."""
 
 
@@ -203,10 +203,10 @@ def read_batch(arguments: str) -> list[tuple[str, str]]:
     try:
         doc = json.loads(arguments or "")
     except ValueError:
-        raise BatchFormatError("arguments are not JSON") from None
+        raise ApplyBatchError("arguments are not JSON") from None
     answer, problem = read_answer(ContextApply, doc)
     if answer is None:
-        raise BatchFormatError(problem or "not a batch")
+        raise ApplyBatchError(problem or "not a batch")
     return [(item.result_id.strip(), item.note) for item in answer.batch]
 
 

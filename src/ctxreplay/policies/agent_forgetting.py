@@ -67,48 +67,15 @@ class ForgettingSettings:
 class AgentForgetting(ModelPlannerMixin, Policy):
     """Agent-controlled forgetting: the acting model archives tool results behind its own notes.
 
-    Anchor: Franke, agent-controlled forgetting. The acting model receives a reminder once its
-    context holds about 40,000 text tokens (``reminder_tokens``) or as soon as an image is
-    present; the next one only after 20,000 new characters (``reminder_chars``) or a new image;
-    a new user task starts the schedule again; the reminder is appended to the outgoing request
-    and never stored (:mod:`._acf`). The model may then call ``context_apply`` with a batch of
-    ``{result_id, note}``: each named tool result is archived exactly and replaced in place by
-    the note (``<ctxreplay:archived id="rN" ref="…">note</…>``). Only tool results are
-    selectable; the batch is all-or-nothing (an unknown, duplicate, already archived or
-    non-result id rejects it whole and nothing changes); ``context_recover`` appends an original
-    back as a new tool result with a fresh id (``sidecar.recover_into_view``). Result ids are
-    ``r<N>`` (N the session-local call number): stable per session, never reused, shared with
-    ``recorded``.
+    Anchor: Franke, agent-controlled forgetting (ACF). A reminder fires at ``reminder_tokens``
+    text tokens (or an image), the next after ``reminder_chars`` new characters; the model may
+    then call ``context_apply`` with an all-or-nothing batch of ``{result_id, note}``, each
+    result archived exactly behind its note (``context_recover`` brings one back).
+    ``planner=llm`` is the acting model itself; ``planner=rules`` stands in for it. A
+    ``target`` or ``budget`` archives by predicted need (``need.py``).
 
-    The ``llm`` planner is the acting model itself, through any OpenAI-compatible endpoint. A
-    replay sees one prefix, so the reminder schedule is simulated along it; when the outgoing
-    request is not one where a reminder fires, the plan is empty (``meta["decision"]`` is
-    ``"no reminder due"``) and no call is made. Otherwise the model gets the prefix as the agent
-    saw it — as OpenAI chat messages, tool results opened by ``[result rN]``, and results that
-    recorded ``context_apply`` calls had archived shown as their notes (those recorded folds
-    stay in the plan, as ``recorded`` replays them) — the two context tools and the reminder.
-    Its first ``context_apply`` call becomes one all-or-nothing batch; no such call means the
-    model chose not to forget (an empty plan, recorded, not a failure). A refusal, arguments
-    that are not ``{"batch": [{result_id, note}]}``, a tool call written as text, or a failed
-    call is a planner failure: the prefix stays unchanged and the reason is recorded.
-
-    The ``rules`` planner stands in for the model: when the prefix holds at least
-    ``reminder_tokens`` (or carries images), it archives every tool result of at least
-    ``min_chars`` characters outside the last ``keep_recent`` tool uses, with a note made of the
-    result's first line and the locators it contains, bounded to ``note_chars``. With a
-    ``target`` or ``budget`` the reminder is taken to fire on this request whatever the prefix
-    size, and the rules planner archives tool results outside the last ``keep_recent`` in the
-    order of predicted need (``need.py``: stale ones first, then the least likely to be needed
-    again) until the need is met; ``min_chars`` still bounds what is worth a note.
-
-    Parameters → knobs: ``reminder_tokens`` ↔ the first reminder (40,000 text tokens in ACF;
-    8,000 by default here, as replayed prefixes are mostly shorter),
-    ``reminder_chars`` ↔ the next one (20,000 new characters); ``min_chars``/``keep_recent``/
-    ``note_chars`` shape the rules planner's choices; ``base_url``, ``model``, ``api_key_env``,
-    ``timeout``, ``max_retries``, ``concurrency``, ``cache_dir``, ``tariff``, ``tariffs_path``,
-    ``temperature``, ``seed``, ``max_tokens`` the llm planner's endpoint (plumbing stays out of
-    the policy label); ``max_prompt_tokens`` (0: no limit) refuses, as a planner failure, a
-    prefix too long for the model instead of sending it.
+    The reminder schedule, both planners and every parameter in full:
+    ``docs/policies.md#agent-forgetting``.
     """
 
     @dataclass(frozen=True)
@@ -215,7 +182,7 @@ class AgentForgetting(ModelPlannerMixin, Policy):
             return Plan(tuple(prior), all_or_nothing=True, planner=report, meta=meta)
         try:
             items = acf.read_batch(apply.arguments)
-        except acf.BatchFormatError as e:
+        except acf.ApplyBatchError as e:
             raise ModelPlannerError(f"unparseable: context_apply {e}", meta, report) from None
         meta["batch"] = [[rid, note] for rid, note in items]
         if not items:

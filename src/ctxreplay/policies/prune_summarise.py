@@ -55,55 +55,16 @@ class PruneSummariseSettings(BudgetParams):
 class PruneSummarise(ModelPlannerMixin, Policy):
     """Recency pruning of tool call/result pairs plus a summary of what was evicted.
 
-    Anchor: Lodha et al. 2026, "Less Context, Better Agents: Efficient Context Engineering for
-    Long-Horizon Tool-Using LLM Agents" (Microsoft, arXiv:2606.10209), configuration C4: the
-    context keeps the last 5 tool call/response pairs; the evicted pairs are summarised
-    automatically, so the agent keeps track of what it already did (pruning alone, C3, made it
-    stop early). The summary sits where the evicted pairs were, not above the conversation.
+    Anchor: Lodha et al. 2026, "Less Context, Better Agents" (Microsoft, arXiv:2606.10209),
+    configuration C4: the last 5 tool call/response pairs stay; the evicted ones are summarised
+    where they were, so the agent keeps track of what it did. The summary is an extractive
+    digest (``planner=rules``) or a model's (``planner=llm``), within ``summary_tokens``.
 
-    Commit: every tool pair outside the last ``keep`` (counted over all pairs of the prefix; a
-    pair carried by the latest user turn's message is never touched) is evicted. The first
-    evicted pair is folded with the summary as its note and no recovery route (``route=False``:
-    its call stays, its result body becomes the summary, its original is archived exactly but
-    no pointer is shown); every other evicted pair is pruned with its call envelope, so the
-    view stays a valid request. Nothing changes when no pair is evicted, when the prefix is
-    below ``trigger_tokens``, or when the summary would not be smaller than what it replaces.
+    Budget (``target``/``budget``, ``policies/budget.py``): the window shrinks, oldest pair
+    first, until the need is met.
 
-    The ``rules`` planner writes an extractive digest, within ``summary_tokens`` (counted with
-    the corpus tokenizer): a first line saying how many calls were summarised (and how many are
-    not listed for lack of room); per pair one line with the tool, its key arguments and its
-    outcome, then what its result held that later steps may need — error lines
-    (:data:`~ctxreplay.judges.facts.ERROR`), identifiers and handles (ids mixing letters and
-    digits, paths, URLs, emails, hashes: :func:`~ctxreplay.judges.anchors.extract`), statuses
-    and short fields (a JSON result's ``"key": value`` as it reads there, lists of ids under
-    their key included; a text result's ``key: value`` lines,
-    :func:`~ctxreplay.judges.facts.facts_of`), numbers and amounts no field already shows —
-    and the agent's next message, when it says what it decided. Within a pair, items are shown
-    in the result's own order, so adjacent JSON fields read as they did. When not everything
-    fits, what is kept is ranked: error lines, then identifiers (fields whose value is one
-    first), then the remaining pairs' lines, statuses, other fields (shortest first), numbers,
-    and decisions last (the agent's own words stay in the view anyway); newer pairs first
-    within a rank.
-
-    The ``llm`` planner sends the evicted pairs, rendered compactly inside nonce delimiters
-    (trace text neutralised, as the llm judge and Self-GC do), on a side channel through the
-    shared client (cache, retries, concurrency limit, cost) and asks for the identifiers,
-    values, errors and decisions later steps may need within ``summary_tokens``; the answer
-    (cut to the bound if longer) is placed the same way. A failed call, a refusal or an empty
-    answer is a planner failure: recorded, the prefix unchanged.
-
-    Budget (``target``/``budget``, ``policies/budget.py``): the pairs outside the window are
-    evicted as above; if that removes less than the need, the window shrinks: its pairs are
-    evicted too, oldest first, until the need is met (the most recent pair is the last to go;
-    the llm planner's summary is counted at its bound, ``summary_tokens``); the plan records
-    whether the need was met.
-
-    Parameters → knobs: ``keep`` ↔ the study's window of 5 pairs; ``summary_tokens`` ↔ the
-    summary's size; ``trigger_tokens`` (the study prunes at every step: 0); ``planner``
-    rules | llm; ``max_prompt_tokens``, ``base_url``, ``model``, ``api_key_env``, ``timeout``,
-    ``max_retries``, ``concurrency``, ``cache_dir``, ``tariff``, ``tariffs_path``,
-    ``temperature``, ``seed``, ``max_tokens`` the llm planner (endpoint plumbing stays out of the
-    policy label).
+    The eviction, the digest's ranking and every parameter in full:
+    ``docs/policies.md#prune-summarise``.
     """
 
     @dataclass(frozen=True)

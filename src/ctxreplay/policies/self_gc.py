@@ -89,70 +89,14 @@ class SelfGC(ModelPlannerMixin, Policy):
     """Self-GC (Hao et al. 2026): a planner proposes fold/mask/prune over indexed objects; the
     harness rehearses and commits; the commit is cache-aware.
 
-    The ``rules`` planner is the paper's deterministic, prefix-only lifecycle rules. For each
-    tool use outside the last ``keep_recent`` (the latest user turn is never a target), the
-    first rule that fires decides, and ``Edit.reason`` names it:
+    ``planner=rules`` applies the paper's prefix-only lifecycle rules (superseded,
+    unique_locators, failed_attempt, repetitive_log, large_stable_body; ``Edit.reason`` names
+    the rule that fired); ``planner=llm`` asks a model on a side channel for a summary and a
+    plan of grouped steps, read strictly. A ``target`` or ``budget`` is spent by predicted need
+    (``need.py``). ``commit_rule`` is the paper's threshold (0.3) or its cost rule
+    N·(C − C′) − L_cache_break − L_GC > 0 (``replay.cost.commit_benefit``).
 
-    1. ``superseded`` → prune: the same tool was called again later with the same arguments
-       (a re-read): the later result is the live one.
-    2. ``unique_locators`` → keep: a short result (at most ``short_tokens``) carrying URLs,
-       paths or ids found nowhere else in the prefix (not even in its own call).
-    3. ``failed_attempt`` → prune: an errored result, when a later call of the same tool
-       succeeded.
-    4. ``repetitive_log`` → mask (first and last ``mask_ratio`` kept): at least
-       ``log_min_lines`` lines, most of which share a shape once digits and hex runs are
-       normalised. Tables, stack traces and diff hunks are never treated as logs.
-    5. ``large_stable_body`` → fold (exact payload to the sidecar, a pointer stays): a
-       non-error result of at least ``fold_min_tokens`` tokens.
-
-    Everything else is kept. Planner cost L_GC is 0 for rules.
-
-    With a ``target`` (a share of the editable tokens to remove) or a ``budget`` (tokens the
-    view must fit in), the rules planner spends it by predicted need (``need.py``, prefix
-    only): stale results (superseded, failed attempts, file views a later edit replaced) are
-    pruned and JSON output is compacted losslessly whatever the need; then, outside the last
-    ``keep_recent`` tool uses, the results least likely to be needed again — old, not acted on
-    by later calls, already restated by the agent — are masked (long logs) or folded behind a
-    pointer, until the need is met (``plan.budget`` records it, or why not). Such a plan
-    is committed at once under the threshold rule: the budget is the user's decision.
-
-    The ``llm`` planner asks a model on a side channel — a request of its own (instructions +
-    the rendered object index, :mod:`._selfgc_prompt`) that never enters the agent's history —
-    for one ``above_conversation_summary`` and a plan of grouped fold/mask/prune steps over
-    existing ids. The instructions follow the paper's ordered rules (exclusion → dependency →
-    granularity → action → sanity check) with worked examples on exact anchors, editable
-    artifacts, live handles and source-backed evidence. The answer is read strictly (JSON or the
-    XML form; anything else is a planner failure, prefix unchanged); each step's targets become
-    one edit per id, and the plan is rehearsed here as well so that ``plan.meta`` counts
-    ``n_invalid`` (ids that are not objects of the prefix) and ``n_protected`` (targets on the
-    latest turn — the paper measured planners trying this in 4–8% of plans) besides the
-    harness's own drop reasons. ``plan_format`` chooses which form is asked for (``json`` sends
-    a strict ``json_schema``, stepped down by the client when the endpoint refuses it); both are
-    accepted. ``max_prompt_tokens`` bounds the rendering (previews shrink first);
-    ``summary_chars`` bounds the summary, and the schema bounds steps and reasons, so that a
-    small model cannot loop until ``max_tokens``.
-    Tokens, cost (the L_GC term), prompt hash and the parameters sent go into ``plan.planner``.
-
-    Commit (``decide``): ``commit_rule="threshold"`` (default) commits when the rehearsed
-    estimated pruning (estimated saving / prefix tokens) exceeds ``commit_threshold`` — 0.3, the
-    paper's operating point. ``commit_rule="cost"`` commits when
-    N·(C − C′) − L_cache_break − L_GC > 0 (``replay.cost.commit_benefit``), with N =
-    ``expected_requests`` future requests, C and C′ the per-request cost of reading the prefix
-    (P tokens) or the view (V tokens) from the prompt cache at the ``agent_tariff``'s cached
-    rate, L_cache_break the one-off cost of writing the S view tokens from the first edited
-    message on into the cache (cache-write minus cached rate; the untouched head stays cached),
-    and L_GC the planner call's cost (0 for rules; the model's tariff for llm). The default
-    tariff is Claude Sonnet's (cache read $0.30, 5-minute write $3.75 per million). A plan that
-    is not committed is left pending: the view is the prefix.
-
-    Parameters → knobs: ``planner`` rules | llm; ``keep_recent``, ``short_tokens``,
-    ``fold_min_tokens``, ``log_min_lines``, ``log_shape_ratio``, ``mask_ratio`` the rules;
-    ``commit_rule``, ``commit_threshold``, ``expected_requests``, ``agent_tariff``,
-    ``agent_tariffs_path`` the commit decision; ``base_url``, ``model``, ``api_key_env``,
-    ``timeout``, ``max_retries``, ``concurrency``, ``cache_dir``, ``tariff``, ``tariffs_path``,
-    ``temperature``, ``seed``, ``max_tokens``, ``max_prompt_tokens``, ``plan_format``,
-    ``summary_chars`` the llm
-    planner (endpoint plumbing stays out of the policy label).
+    The rules, the prompt, the commit and every parameter in full: ``docs/policies.md#self-gc``.
     """
 
     @dataclass(frozen=True)

@@ -24,7 +24,7 @@ _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 #: before a character of ``[0-9a-f]`` is ``(?<!\w[0-9a-f])`` after it. They find the same
 #: matches as the plain forms (``\b[0-9a-fA-F]{8}-...``), but a pattern that starts with a
 #: character class is tried only where the class matches, one that starts with ``\b`` or a
-#: look-behind at every position of a text (issue 15).
+#: look-behind at every position of a text.
 _UUID = re.compile(
     r"[0-9a-fA-F](?<!\w[0-9a-fA-F])"
     r"[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
@@ -72,7 +72,7 @@ _DATE = re.compile(
 
 #: ``_UUID`` and ``_DATE`` found from their first ``-``, the fixed-width part before it checked
 #: behind: a literal first character is searched for at C speed, where a class as common as hex
-#: digits is tried at every one of them (issue 15). A match starts ``_UUID_HEAD``/``_DATE_HEAD``
+#: digits is tried at every one of them. A match starts ``_UUID_HEAD``/``_DATE_HEAD``
 #: characters before where these find it; the matches are the same, in the same order (a match
 #: found from a ``-`` after the end of the one before cannot start inside it: the end of a match
 #: is no word character, and its last four characters are no run of digits or hex).
@@ -188,7 +188,7 @@ def _anchors(text: str) -> dict[str, Anchor]:
     """Anchors in ``text`` by text, in the order found: each kind in turn (the more specific
     first), a match wholly inside an earlier one left out. A kind is only looked for in the
     lines that hold what all its matches hold (a ``/`` for a path): most lines of a tool's
-    output hold no URL, e-mail address, path or date (issue 15)."""
+    output hold no URL, e-mail address, path or date."""
     found: dict[str, Anchor] = {}
     covered = bytearray(len(text))  # 1 where an earlier, more specific anchor already matched
 
@@ -252,7 +252,7 @@ def anchor_texts_of_all(texts: Iterable[str]) -> set[str]:
     or end of a text, so a text's anchors are its lines' anchors (an anchor left out because
     an earlier one holds it is left out beside it, on the same line): the union over texts is
     the anchors of their distinct lines joined, found in one call where a session's texts
-    repeat lines (a file read twice, a listing shown again) and each took a call (issue 15).
+    repeat lines (a file read twice, a listing shown again) and each took a call.
     """
     return set(_anchors("\n".join(dict.fromkeys(line for t in texts for line in t.split("\n")))))
 
@@ -433,7 +433,7 @@ def shared_phrase(sentence: str, text: str) -> str | None:
     Ties go to the earliest run. A run that ``text`` repeats has every shorter run from the same
     first word repeated too (a prefix of a substring is one), so the longest run from each word
     is found by extending it until ``text`` no longer holds it: a few substring searches per word
-    where trying every (start, end) pair took a quadratic number (issue 15).
+    where trying every (start, end) pair took a quadratic number.
     """
     words = _WORD.findall(sentence)
     n = len(words)

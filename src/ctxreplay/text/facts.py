@@ -59,7 +59,7 @@ _PROSE_DATE = re.compile(
 _DATE_HINT = re.compile("(?:" + "|".join(sorted({m[:3] for m in _MONTHS})) + r")[a-z]*\.?\s+\d")
 #: a comma between a digit and three more; a dot and zeros after a digit. Each starts with its
 #: literal and looks behind it for the digit (``(?<=\d),`` matches the same commas, but a pattern
-#: that starts with a look-behind is tried at every position of a text, issue 15)
+#: that starts with a look-behind is tried at every position of a text)
 _THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}\b)")
 _CURRENCY = re.compile(r"[$€£¥](?=\d)")
 _ZERO_CENTS = re.compile(r"\.(?<=\d\.)0+\b")
@@ -93,7 +93,7 @@ def normalise(text: str) -> str:
     """Case, currency, thousands separators, zero cents and prose dates made uniform."""
     t = text.lower()
     # each rewrite only where the characters it needs are there: most text has none of them,
-    # and the judges normalise every line of a corpus (issue 15)
+    # and the judges normalise every line of a corpus
     if _DATE_HINT.search(t):
         t = _PROSE_DATE.sub(_date, t)
     if _currency(t):
@@ -108,7 +108,7 @@ def tokens(text: str) -> list[str]:
     ``log.csv``) and an ISO date by its month and day, the forms prose uses for them."""
     t = normalise(text)
     found: list[str] = _TOKEN.findall(t)
-    # what each token may need, known from the whole text: most need nothing (issue 15)
+    # what each token may need, known from the whole text: most need nothing
     if _plain(t):
         return found
     out: list[str] = []
@@ -153,7 +153,7 @@ def _expand(raw: set[str]) -> set[str]:
 #: across the messages and sessions of a corpus
 _MEMO_CHARS = 80
 #: what recurs does so soon: 4,096 entries hit as often as 65,536 on the synthetic corpus, and
-#: 65,536 of them held about 50 MB in each judge process (issue 15)
+#: 65,536 of them held about 50 MB in each judge process
 _MEMO_ENTRIES = 1 << 12
 
 
@@ -459,8 +459,8 @@ def piece_tokens(text: str) -> Callable[[str], frozenset[str]]:
     """``token_set`` for the pieces of ``text`` (its lines, stripped, and their sentences),
     faster: each rewrite of ``normalise`` (currency signs, thousands separators, zero cents)
     and each expansion of a token (``_``, ``/``, ISO dates) that applies nowhere in the text
-    applies in none of its pieces, so it is looked for once per text, not once per piece
-    (issue 15). A piece is a substring of the text cut only at line breaks, spaces and the
+    applies in none of its pieces, so it is looked for once per text, not once per piece.
+    A piece is a substring of the text cut only at line breaks, spaces and the
     ``.!?`` before a space: a match of those patterns inside a piece is one inside the text.
     A text with a prose date (whose pattern reaches over line breaks) is tokenised piece by
     piece as before."""
@@ -573,7 +573,7 @@ def _field_of(piece: str, probes: tuple[str, ...] | None = None) -> Fact | None:
 
 class LineIndex:
     """The facts of a text of lines (a tool's output: a listing, a file, a log), found a line
-    at a time when a token is looked up (issue 15): most lines of a prefix are never looked
+    at a time when a token is looked up: most lines of a prefix are never looked
     into, and a line's facts cost dozens of times a search of the text for a token.
 
     The facts are those ``facts_of`` gives, in its order. A token of a line's pieces is a
@@ -719,7 +719,7 @@ def gram_set(
     """The distinct runs of ``grams(words, n)``; with ``among``, only those in it. A text looked
     into for copies by a few later messages needs only the runs they hold (``among``): a tool's
     output has thousands of runs, of which an agent copies a handful, and a set of them all
-    cost more than finding them (issue 15)."""
+    cost more than finding them."""
     runs = _runs(words, n)
     if among is None:
         return frozenset(runs)
