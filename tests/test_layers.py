@@ -80,6 +80,15 @@ def test_the_replay_core_imports_no_engine_policy_or_io_layer() -> None:
     assert not {layer(t) for t in core} & {"engines", "policies", "judges", "runs", "cli"}
 
 
+def test_the_replay_and_judge_engines_share_nothing_but_lower_layers() -> None:
+    """What both need (the chunk size, token counting, the case's messages) lives below them
+    (``runs``, ``datasets``), so either can change without the other."""
+    edges = graph()
+    engine = f"{PACKAGE}.engines"
+    assert f"{engine}.replay" not in edges[f"{engine}.judge"]
+    assert f"{engine}.judge" not in edges[f"{engine}.replay"]
+
+
 @pytest.mark.parametrize(
     ("edges", "expected"),
     [

@@ -34,7 +34,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .datasets.cases import prefix_of
+from .datasets.cases import materialise
 from .datasets.messages import Message
 from .datasets.rows import row_to_part
 from .datasets.store import Corpus, read_manifest
@@ -46,6 +46,8 @@ from .replay.view import Archive
 from .schema import DECISIONS, FIGURES, VERDICTS, VIEWS
 
 TABLES = ("figures", "decisions", "views")
+#: about how many cases a run is replayed (and judged) in together, unless told
+CHUNK_CASES = 64
 
 
 SCHEMAS = {"figures": FIGURES, "decisions": DECISIONS, "views": VIEWS}
@@ -368,8 +370,7 @@ class Run:
         """The exact view of a case, rebuilt from views.parquet and the corpus."""
         row = self.view_row(case_id, policy)
         messages = session if session is not None else self.corpus.load_session(row["session_id"])
-        prefix = prefix_of([m for m in messages if m.visible], row["cut"])
-        return view_messages(row["entries"], prefix)
+        return view_messages(row["entries"], materialise(row, messages).prefix)
 
 
 def view_messages(entries: Sequence[dict[str, Any]], prefix: Sequence[Message]) -> list[Message]:

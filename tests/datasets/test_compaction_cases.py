@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from ctxreplay.datasets.cases import build_cases, parse_trigger, prefix_of, write_cases
+from ctxreplay.datasets.cases import (
+    build_cases,
+    materialise,
+    parse_trigger,
+    prefix_of,
+    write_cases,
+)
 from ctxreplay.datasets.messages import Message, Part
 from ctxreplay.datasets.store import Corpus
 from ctxreplay.datasets.validate import FLAG_COMPACTION_SUMMARY
@@ -73,6 +79,28 @@ def test_a_cut_after_a_compaction_sees_only_the_summary_and_after(corpus: Corpus
     assert [m.seq for m in prefix_of(visible, 11)] == [9, 10]
     assert [m.seq for m in prefix_of(visible, 9)] == list(range(9))
     assert [m.seq for m in prefix_of(visible, 4)] == [0, 1, 2, 3]
+
+
+def test_materialise_gives_every_reader_the_same_prefix_future_and_recorded_summary(
+    corpus: Corpus,
+) -> None:
+    messages = corpus.load_session("s-k")
+    at = build_cases(corpus, [parse_trigger("compactions")]).row(0, named=True)
+    case = materialise(at, messages)
+    assert [m.seq for m in case.prefix] == list(range(9))
+    assert [m.seq for m in case.future] == [10, 11, 12, 13]  # the summary is not the future
+    assert case.compaction_at_cut == SUMMARY
+    # a views row holds the cut and no future: the prefix alone, no compaction at cut 11
+    view_row = {"case_id": "s-k@11", "cut": 11}
+    assert materialise(view_row, messages) == materialise(
+        {**view_row, "future_end": None}, messages
+    )
+    later = materialise(view_row, messages)
+    assert ([m.seq for m in later.prefix], later.future, later.compaction_at_cut) == (
+        [9, 10],
+        (),
+        None,
+    )
 
 
 def test_token_triggers_count_the_context_since_the_compaction(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -72,9 +72,31 @@ def prefix_of(visible: Sequence[Message], cut: int) -> tuple[Message, ...]:
     return tuple(before[start:])
 
 
-def future_of(visible: Sequence[Message], case: dict[str, Any]) -> tuple[Message, ...]:
+def future_of(visible: Sequence[Message], case: Mapping[str, Any]) -> tuple[Message, ...]:
     """The visible messages of a case's future (``future_start`` to ``future_end``)."""
     return tuple(m for m in visible if case["future_start"] <= m.seq < case["future_end"])
+
+
+@dataclass(frozen=True, slots=True)
+class Materialised:
+    """A case's messages: the context the agent had at its cut, the future that really came,
+    and the summary of a compaction recorded at the cut (what ``recorded`` replays)."""
+
+    prefix: tuple[Message, ...]
+    future: tuple[Message, ...]
+    compaction_at_cut: str | None
+
+
+def materialise(case: Mapping[str, Any], messages: Sequence[Message]) -> Materialised:
+    """The one way every reader (replay, judge, run views, ``show``) turns a case row and its
+    session's messages into the prefix and future. ``case`` holds ``cut``, and the future's
+    ``future_start``/``future_end`` when it has one (a views row does not: no future)."""
+    visible = [m for m in messages if m.visible]
+    cut = case["cut"]
+    future = future_of(visible, case) if case.get("future_end") is not None else ()
+    at_cut = next((m for m in visible if m.seq == cut), None)
+    recorded = at_cut.text if at_cut is not None and is_compaction(at_cut) else None
+    return Materialised(prefix_of(visible, cut), future, recorded)
 
 
 def parse_trigger(spec: str, window: int | None = None) -> Trigger:

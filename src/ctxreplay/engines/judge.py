@@ -42,9 +42,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from ..datasets.cases import future_of, prefix_of, read_cases
+from ..datasets.cases import materialise, read_cases
 from ..datasets.messages import Message
-from ..datasets.tokenizer import get_tokenizer
+from ..datasets.tokenizer import CountCache, get_tokenizer
 from ..errors import CtxreplayError
 from ..files import atomic_write_table, atomic_write_text, remove_stale_temps
 from ..judges.base import DEFAULT_JUDGE, Judge, JudgeInput, Verdict, judges, make_judge
@@ -54,6 +54,7 @@ from ..replay.objects import build_index
 from ..replay.sidecar import SidecarError
 from ..replay.view import Archive
 from ..runs import (
+    CHUNK_CASES,
     READ_ERRORS,
     DamagedRunError,
     Run,
@@ -70,7 +71,6 @@ from ..runs import (
     view_messages,
 )
 from ..schema import VERDICTS
-from .replay import CHUNK_CASES, cached_counter
 
 
 class JudgeRunError(CtxreplayError):
@@ -318,15 +318,14 @@ def inputs_for(
     token counts of the index's objects (``Judge.reads_token_counts``); when not, they are 0
     and nothing is tokenised. ``tools``: the session's tool definitions, for a judge that
     reads them."""
-    count = cached_counter(get_tokenizer().name) if counts else _no_count
-    visible = [m for m in messages if m.visible]
-    session = tuple(visible)  # shared by the session's inputs
+    count = CountCache(get_tokenizer()) if counts else _no_count
+    session = tuple(m for m in messages if m.visible)  # shared by the session's inputs
     by_case: dict[str, list[tuple[str, bool]]] = {}
     for case_id, policy, committed in work.pairs:
         by_case.setdefault(case_id, []).append((policy, committed))
     for case in work.cases:
-        prefix = prefix_of(visible, case["cut"])
-        future = future_of(visible, case)
+        case_messages = materialise(case, session)
+        prefix, future = case_messages.prefix, case_messages.future
         index = build_index(prefix, count)
         for policy, committed in by_case.get(case["case_id"], ()):
             key = (case["case_id"], policy)
@@ -446,14 +445,20 @@ def fewer_collections() -> Iterator[None]:
 
 
 def judge_one(judge: Judge, item: JudgeInput, problem: str | None) -> Verdict:
-    """The verdict of one pair: unscored when its archives are damaged (``problem``) or turn
-    out unreadable while judged; the rest of the run goes on."""
+    """The verdict of one pair, the one error policy of every engine (in process, worker
+    processes, threads, Ray tasks): unscored when its archives are damaged (``problem``) or
+    turn out unreadable while judged, or when the judge raises (a judge bug must not lose the
+    rest of the run); an endpoint that cannot be reached stops the run, which resumes."""
     if problem is not None:
         return Verdict.unscored(problem)
     try:
         return judge.judge(item)
     except SidecarError as e:
         return Verdict.unscored(f"archived payload damaged: {e}")
+    except EndpointUnreachable:
+        raise
+    except Exception as e:
+        return Verdict.unscored(f"judge error: {type(e).__name__}: {e}")
 
 
 # --- the run ------------------------------------------------------------------------------
@@ -837,8 +842,6 @@ def _run_threaded(
                 except EndpointUnreachable:
                     record(pending)  # keep what was judged: a re-run resumes after it
                     raise
-                except Exception as e:  # a judge bug must not lose the rest of the run
-                    verdict = Verdict.unscored(f"judge error: {type(e).__name__}: {e}")
                 pending.append(verdict_row(name, item, judge, verdict))
                 if len(pending) >= flush_every:
                     record(pending)

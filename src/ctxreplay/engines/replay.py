@@ -36,7 +36,7 @@ import polars as pl
 from tqdm import tqdm
 
 from .. import storage
-from ..datasets.cases import cases_file_of, future_of, is_compaction, prefix_of, read_cases
+from ..datasets.cases import cases_file_of, materialise, read_cases
 from ..datasets.messages import Message
 from ..datasets.rows import part_to_row
 from ..datasets.store import Corpus, created_at
@@ -52,6 +52,7 @@ from ..replay.outcome import Outcome, replay_case
 from ..replay.plan import PlannerReport
 from ..replay.view import InvalidViewError, view_problems
 from ..runs import (
+    CHUNK_CASES,
     DONE_DIR,
     SCHEMAS,
     TABLES,
@@ -67,8 +68,6 @@ from ..runs import (
 )
 from ..tariffs import load_tariff
 from ..version import __version__
-
-CHUNK_CASES = 64
 
 
 @dataclass
@@ -201,18 +200,20 @@ def prefix_context(
     count: Callable[[str], int],
     index_cache: dict[int, ObjectIndex],
 ) -> tuple[PrefixContext, list[Message]]:
-    visible = [m for m in messages if m.visible]
-    prefix = prefix_of(visible, case["cut"])
-    future = list(future_of(visible, case))
+    case_messages = materialise(case, messages)
+    prefix = case_messages.prefix
     index = index_cache.get(case["cut"])
     if index is None:
         index = index_cache[case["cut"]] = build_index(prefix, count)
-    at_cut = next((m for m in visible if m.seq == case["cut"]), None)
-    recorded = at_cut.text if at_cut is not None and is_compaction(at_cut) else None
     ctx = PrefixContext(
-        case["case_id"], case["session_id"], prefix, index, count, recorded_compaction=recorded
+        case["case_id"],
+        case["session_id"],
+        prefix,
+        index,
+        count,
+        recorded_compaction=case_messages.compaction_at_cut,
     )
-    return ctx, future
+    return ctx, list(case_messages.future)
 
 
 def outcome_rows(

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from ..datasets.cases import prefix_of
+from ..datasets.cases import materialise
 from ..datasets.messages import ENCRYPTED_REASONING_MIME, Message
 from ..replay.objects import ObjectIndex
 from ..runs import Run, RunError, judge_label, query_verdicts, verdict_judges, view_messages
@@ -214,7 +214,7 @@ def load_case(run: Run, case_id: str, policy: str) -> ShownCase:
     label = run.resolve_policy(policy)
     row = run.view_row(case_id, label)
     session = run.corpus.load_session(row["session_id"])
-    prefix = list(prefix_of([m for m in session if m.visible], row["cut"]))
+    prefix = list(materialise(row, session).prefix)
     view = view_messages(row["entries"], prefix)
     figures = run.table("figures", label).filter(pl.col("case_id") == case_id).row(0, named=True)
     decisions = run.table("decisions", label).filter(pl.col("case_id") == case_id).to_dicts()

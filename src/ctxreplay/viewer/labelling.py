@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from ..datasets.cases import prefix_of
+from ..datasets.cases import materialise
 from ..files import atomic_write_text
 from ..judges.base import rendered
 from ..reports.show import case_row
@@ -115,9 +115,10 @@ class Labelling:
                 raise ViewerError(f"case {case_id!r} is not in this labelling sample")
             row = rows.row(0, named=True)
             session = self.run.corpus.load_session(row["session_id"])
-            prefix = prefix_of([m for m in session if m.visible], row["cut"])
+            prefix = materialise({"cut": row["cut"]}, session).prefix
             case = case_row(self.run, case_id)
             end = case["future_end"] if case else None
+            # an annotator reads on from the cut itself, to the case's horizon (or the end)
             future = [m for m in session if m.visible and m.seq >= row["cut"]
                       and (end is None or m.seq < end)]  # fmt: skip
             self._texts[case_id] = CaseText(
