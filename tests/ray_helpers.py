@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ctxreplay.policies.base import Policy, policies, policy
+from ctxreplay.policies.budget import Need
 from ctxreplay.registry import param
 from ctxreplay.replay.context import PrefixContext
 from ctxreplay.replay.plan import Plan
@@ -31,7 +32,7 @@ class RayFault(Policy):
         session: str = param("", "the session id that fails")
         exit: bool = param(False, "end the worker process (else raise)")
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         p = self.params
         if ctx.session_id == p.session and p.marker and os.path.exists(p.marker):
             if p.exit:

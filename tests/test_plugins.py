@@ -42,7 +42,7 @@ from ctxreplay.datasets.importers import (
     Importer, Message, Part, Record, Reject, Session, expect, require, sample_of,
 )
 from ctxreplay.judges import Judge, JudgeInput, Loss, Verdict
-from ctxreplay.policies import Edit, Plan, Policy, PrefixContext, param
+from ctxreplay.policies import Edit, Need, Plan, Policy, PrefixContext, param
 
 
 class KeepLast(Policy):
@@ -52,7 +52,7 @@ class KeepLast(Policy):
     class Params:
         keep: int = param(1, "newest tool results kept", ge=0)
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         functions = [f for f in ctx.index.functions() if not f.protected]
         old = functions[: max(0, len(functions) - self.params.keep)]
         return Plan(tuple(Edit(f.id, "prune", placeholder="[acme cleared]") for f in old))

@@ -14,6 +14,7 @@ from ctxreplay.datasets.messages import Message, Part
 from ctxreplay.engines.replay import run_replay
 from ctxreplay.errors import CtxreplayError
 from ctxreplay.policies.base import Policy, policies
+from ctxreplay.policies.budget import Need
 from ctxreplay.replay.context import PrefixContext
 from ctxreplay.replay.plan import Edit, Plan
 from ctxreplay.replay.view import InvalidViewError, view_problems
@@ -209,7 +210,7 @@ class EmptyFold(Policy):
 
     name = "test-empty-fold"
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         return Plan.of(Edit("conversation:user:1", "fold", route=False))
 
 

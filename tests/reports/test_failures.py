@@ -14,6 +14,7 @@ import pytest
 from ctxreplay.engines.judge import run_judge
 from ctxreplay.engines.replay import run_replay
 from ctxreplay.policies.base import Policy, policies, policy
+from ctxreplay.policies.budget import Need
 from ctxreplay.replay.context import PrefixContext
 from ctxreplay.replay.plan import Plan, PlannerError
 from ctxreplay.reports import build_report
@@ -22,7 +23,7 @@ from ctxreplay.reports import build_report
 class AlwaysFails(Policy):
     """A planner that fails on every case (as a dead model endpoint would)."""
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         raise PlannerError("connection refused by http://127.0.0.1:9/v1")
 
 

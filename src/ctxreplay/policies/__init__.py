@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..replay.plan import Edit, Plan, PlannerError, Rehearsal, rehearse
     from ..replay.view import View
     from .base import Policy, make_policy, policies, policy
-    from .budget import BudgetParams, extend, need_for, spend
+    from .budget import BudgetParams, Need, budget_of, extend, need_for, spend
 
 __getattr__ = lazy_exports(
     __name__,
@@ -34,7 +34,14 @@ __getattr__ = lazy_exports(
         "ctxreplay.replay.plan": ("Edit", "Plan", "PlannerError", "Rehearsal", "rehearse"),
         "ctxreplay.replay.view": ("View",),
         "ctxreplay.policies.base": ("Policy", "make_policy", "policies", "policy"),
-        "ctxreplay.policies.budget": ("BudgetParams", "extend", "need_for", "spend"),
+        "ctxreplay.policies.budget": (
+            "BudgetParams",
+            "Need",
+            "budget_of",
+            "extend",
+            "need_for",
+            "spend",
+        ),
     },
 )
 
@@ -44,6 +51,7 @@ __all__ = [
     "ContextObject",
     "Edit",
     "Message",
+    "Need",
     "NoParams",
     "ObjectIndex",
     "Part",
@@ -54,6 +62,7 @@ __all__ = [
     "Rehearsal",
     "Session",
     "View",
+    "budget_of",
     "extend",
     "make_policy",
     "need_for",

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..errors import ParameterError
 from ..llm.completion import Completion, ModelCallError
 from ..llm.endpoint import OPERATIONAL, EndpointParams, LazyClient
 from ..replay.plan import PlannerError, PlannerReport
@@ -61,8 +62,18 @@ class ModelPlannerMixin:
     label: str
     params: Any
 
+    #: whether the llm planner spends a ``target``/``budget`` (else only ``planner=rules`` does)
+    llm_spends_budget: ClassVar[bool] = False
+
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)  # type: ignore[call-arg]  # the Policy after this mixin
+        p = self.params
+        asked = getattr(p, "target", 0) or getattr(p, "budget", 0)
+        if asked and getattr(p, "planner", "llm") == "llm" and not self.llm_spends_budget:
+            raise ParameterError(
+                f"policy {self.name}: target and budget are spent by planner=rules; the llm "
+                "planner plans by its own instructions"
+            )
         self._client = LazyClient(self.params, caller=self.label)
 
     def describe(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from ._model_planner import (
     ModelPlannerMixin,
 )
 from .base import Policy, policy
-from .budget import BudgetParams, Need, budget_of, need_for, spend
+from .budget import BudgetParams, Need, budget_of, spend
 from .need import predict, priority
 from .recorded import recorded_edits
 
@@ -85,11 +85,10 @@ class AgentForgetting(ModelPlannerMixin, Policy):
     def handles(self, ctx: PrefixContext) -> dict[str, str]:
         return sel.handles(ctx.index)
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         if self.params.planner == "llm":
             return self._plan_llm(ctx)
         p = self.params
-        need = need_for(ctx, p)
         if need.active:
             return self._plan_budget(ctx, need)
         images = any(m.image_count for m in ctx.messages)

@@ -3,8 +3,13 @@
 A policy is a class registered with ``@policy("name")``; its parameters are a frozen dataclass
 nested in it (``Params``, each field a ``registry.param`` with its default, meaning and range), so
 ``--policy tool-prune:keep=3,clear_at_least=20000`` parses into it, out-of-range values are
-refused, and a run manifest can rebuild the policy from ``name + params``. ``plan`` sees only the
-prefix (``PrefixContext``), never the future.
+refused, and a run manifest can rebuild the policy from ``name + params``. ``propose`` sees only
+the prefix (``PrefixContext``), never the future.
+
+``plan`` is a template method: it works out the need that ``target``/``budget`` set
+(``budget.need_for``), asks ``propose`` for the plan, and holds the budget contract: when a need
+is set the plan must say what it made of it (``Plan.budget``), so no policy can ignore a target
+without a word.
 """
 
 from __future__ import annotations
@@ -13,20 +18,40 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ..errors import CtxreplayError
 from ..registry import Plugin, Registry
 from ..replay.context import CommitDecision, PrefixContext
 from ..replay.plan import Plan, Rehearsal
 from ..replay.view import View
+from .budget import Need, need_for
+
+
+class BudgetIgnored(CtxreplayError):
+    """A policy given a target or budget returned a plan that does not say what it made of it:
+    a bug of the policy, which would otherwise be compared at a removal it never tried."""
 
 
 class Policy(Plugin, ABC):
-    """Base class. Subclasses set ``Params`` and implement ``plan``."""
+    """Base class. Subclasses set ``Params`` and implement ``propose``."""
 
     kind: ClassVar[str] = "policy"
 
-    @abstractmethod
     def plan(self, ctx: PrefixContext) -> Plan:
-        """The one method a plugin must write."""
+        """The plan for one prefix: ``propose`` under the need ``target``/``budget`` set."""
+        need = need_for(ctx, self.params)
+        plan = self.propose(ctx, need)
+        if need.active and plan.budget is None:
+            raise BudgetIgnored(
+                f"policy {self.label}: {need.describe()}, but its plan records no budget "
+                "outcome (Plan.budget; see policies/budget.py)"
+            )
+        return plan
+
+    @abstractmethod
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
+        """The one method a plugin must write. ``need``: the tokens ``target``/``budget`` ask
+        to remove (inactive when neither is set, or the policy takes neither); when active,
+        the plan records what it made of it (``Plan.budget``, ``budget.budget_of``)."""
 
     def handles(self, ctx: PrefixContext) -> dict[str, str] | None:
         """Object id → the result id the agent knows it by (agent-controlled forgetting)."""

@@ -11,7 +11,7 @@ from ..replay.objects import ContextObject, part_tokens
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, policy
-from .budget import BudgetParams, extend, freed_too_little, need_for, not_triggered
+from .budget import BudgetParams, Need, extend, freed_too_little, not_triggered
 
 #: Anthropic documents only that cleared results are replaced "with placeholder text to let
 #: Claude know the tool result was removed"; the text itself is not published. LangChain's
@@ -64,9 +64,8 @@ class ClearToolUses(Policy):
         exclude_tools: tuple[str, ...] = param((), "tools whose results are never cleared")
         clear_tool_inputs: bool = param(False, "also replace the cleared calls' inputs by {}")
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         p = self.params
-        need = need_for(ctx, p)
         if ctx.tokens < p.trigger:
             return not_triggered(need, ctx.tokens, p.trigger, "trigger")
         functions = ctx.index.functions()

@@ -11,7 +11,7 @@ from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, policy
-from .budget import BudgetParams, extend, need_for, not_triggered
+from .budget import BudgetParams, Need, extend, not_triggered
 from .observation_masking import mask_saving, observation_masks, window_masks
 
 
@@ -67,9 +67,8 @@ class Hybrid(Policy):
             0, "act only when the prefix holds at least this many tokens (0: always)", ge=0
         )
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         p = self.params
-        need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
             return not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens")
         edits = observation_masks(ctx, p.window, True, "outside_window")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..replay.context import PrefixContext
 from ..replay.plan import Plan
 from .base import Policy, policy
+from .budget import Need
 
 
 @policy("noop")
@@ -21,5 +22,5 @@ class Noop(Policy):
     class Params:
         """None: noop has no parameters."""
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         return Plan()

@@ -11,7 +11,7 @@ from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, policy
-from .budget import BudgetParams, extend, need_for, not_triggered
+from .budget import BudgetParams, Need, extend, not_triggered
 
 _PREFIX = "Old environment output: ("
 
@@ -91,9 +91,8 @@ class ObservationMasking(Policy):
             0, "act only when the prefix holds at least this many tokens (0: always)", ge=0
         )
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         p = self.params
-        need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
             return not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens")
         edits = observation_masks(ctx, p.keep, p.keep_first, "outside_window")

@@ -12,7 +12,7 @@ from ..replay.plan import Edit, Plan
 from ..replay.view import fold_pointer, make_archive
 from . import _select as sel
 from .base import Policy, policy
-from .budget import BudgetParams, budget_of, estimate_meta, need_for, not_triggered, spend
+from .budget import BudgetParams, Need, budget_of, estimate_meta, not_triggered, spend
 
 
 @policy("oldest-turn")
@@ -58,10 +58,9 @@ class OldestTurn(Policy):
             3, "most recent tool calls of the latest turn that stay (the recent window)", ge=0
         )
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         p = self.params
         total = ctx.tokens
-        need = need_for(ctx, p)
         if total <= 0 or total < p.trigger_tokens:
             return not_triggered(need, total, p.trigger_tokens, "trigger_tokens")
         units, recent = self._units(ctx)

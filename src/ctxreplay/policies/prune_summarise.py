@@ -25,7 +25,7 @@ from ._model_planner import (
     ModelPlannerMixin,
 )
 from .base import Policy, policy
-from .budget import BudgetParams, budget_of, need_for, not_triggered, shortfall
+from .budget import BudgetParams, Need, budget_of, not_triggered, shortfall
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,11 @@ class PruneSummarise(ModelPlannerMixin, Policy):
     class Params(ModelParams, PruneSummariseSettings):
         """The policy's settings first, then the llm planner's endpoint."""
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    #: the window shrinks for a need whichever planner writes the summary
+    llm_spends_budget = True
+
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         p = self.params
-        need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
             return not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens")
         evicted = evicted_pairs(ctx, p.keep)

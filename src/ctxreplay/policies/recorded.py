@@ -12,6 +12,7 @@ from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, policy
+from .budget import Need
 
 #: keys under which a context_apply call lists its batch
 BATCH_KEYS = ("results", "batch", "items", "edits", "archive", "archives")
@@ -58,7 +59,7 @@ class Recorded(Policy):
     def handles(self, ctx: PrefixContext) -> dict[str, str]:
         return sel.handles(ctx.index)
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         if ctx.recorded_compaction is not None:
             return compaction_plan(ctx, ctx.recorded_compaction)
         edits, rejected = recorded_edits(ctx, self.params.tool_name)

@@ -28,7 +28,7 @@ from ._selfgc_prompt import (
     render_plan_prompt,
 )
 from .base import Policy, policy
-from .budget import BudgetParams, Need, budget_of, need_for, spend
+from .budget import BudgetParams, Need, budget_of, spend
 from .need import Estimate, predict, priority
 
 #: rehearsal reasons that mean the planner named something that is not an object of the prefix
@@ -105,10 +105,9 @@ class SelfGC(ModelPlannerMixin, Policy):
 
     # --- plan -----------------------------------------------------------------------------
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         if self.params.planner == "llm":
             return self._plan_llm(ctx)
-        need = need_for(ctx, self.params)
         if need.active:
             return self._plan_budget(ctx, need)
         functions = ctx.index.functions()

@@ -12,7 +12,7 @@ from ..replay.plan import Edit, Plan
 from ..replay.view import mask_text
 from . import _select as sel
 from .base import Policy, policy
-from .budget import BudgetParams, Need, estimate_meta, extend, need_for, not_triggered
+from .budget import BudgetParams, Need, estimate_meta, extend, not_triggered
 
 
 @policy("tool-mask+prune")
@@ -75,10 +75,9 @@ class ToolMaskPrune(Policy):
             0, "act only when the prefix holds at least this many tokens (0: always)", ge=0
         )
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         p = self.params
         total = ctx.tokens
-        need = need_for(ctx, p)
         if total <= 0 or total < p.trigger_tokens:
             return not_triggered(need, total, p.trigger_tokens, "trigger_tokens")
         functions = ctx.index.functions()

@@ -10,7 +10,7 @@ from ..replay.objects import ContextObject
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, policy
-from .budget import BudgetParams, extend, freed_too_little, need_for, not_triggered
+from .budget import BudgetParams, Need, extend, freed_too_little, not_triggered
 
 
 @policy("tool-prune")
@@ -63,9 +63,8 @@ class ToolPrune(Policy):
             0, "act only when the prefix holds at least this many tokens (0: always)", ge=0
         )
 
-    def plan(self, ctx: PrefixContext) -> Plan:
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         p = self.params
-        need = need_for(ctx, p)
         if ctx.tokens < p.trigger_tokens:
             return not_triggered(need, ctx.tokens, p.trigger_tokens, "trigger_tokens")
         old, recent = self._candidates(ctx)

@@ -21,7 +21,7 @@ from ..replay.objects import ContextObject, latest_user_message
 from ..replay.plan import Edit, Plan
 from . import _select as sel
 from .base import Policy, policy
-from .budget import BudgetParams, Need, budget_of, need_for, spend
+from .budget import BudgetParams, Need, budget_of, spend
 from .need import _last_mentions, _values
 
 #: a path or a file name in a call's arguments (``src/app.py``, ``README.md``, ``~/.cfg/x``)
@@ -287,8 +287,7 @@ class WorkingSet(Policy):
             )
         return sorted(out, key=lambda c: (c.rank(p.size_power), -c.saving))
 
-    def plan(self, ctx: PrefixContext) -> Plan:
-        need = need_for(ctx, self.params)
+    def propose(self, ctx: PrefixContext, need: Need) -> Plan:
         ranked = self.candidates(ctx)
         if not need.active:
             chosen = [c for c in ranked if c.need < self.params.remove_below]
