@@ -43,4 +43,4 @@ def choose_pool() -> str:
 
     if USER_POOL is None:
         pa.set_memory_pool(pa.system_memory_pool())
-    return pa.default_memory_pool().backend_name
+    return str(pa.default_memory_pool().backend_name)

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 import pyarrow as pa
@@ -333,7 +333,7 @@ class Run:
             return name
         matches = [label for label, d in self.manifest["policies"].items() if d["name"] == name]
         if len(matches) == 1:
-            return matches[0]
+            return cast(str, matches[0])
         raise RunError(f"policy {name!r} is not in this run; it has: {', '.join(self.policies)}")
 
     def table(self, table: str, policy: str | None = None) -> pl.DataFrame:
@@ -576,13 +576,13 @@ def judge_label(
     labels = sorted(set(verdicts["judge"].to_list()))
     if judge is None:
         if len(labels) == 1:
-            return labels[0]
+            return cast("str | None", labels[0])
         judge = DEFAULT_JUDGE
     if judge in labels:
         return judge
     named = sorted(set(verdicts.filter(pl.col("judge_name") == judge)["judge"].to_list()))
     if len(named) == 1:
-        return named[0]
+        return cast("str | None", named[0])
     if named:
         raise error(
             f"several judges named {judge!r} in this run ({', '.join(named)}); pass one label"

@@ -15,6 +15,7 @@ import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
 import duckdb
 import polars as pl
@@ -145,6 +146,6 @@ def query_folder(folder: Path | str, query: str) -> pl.DataFrame:
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pl.DataFrame:
     """The query's result as a frame; any DuckDB error is the user's, said in one line."""
     try:
-        return con.sql(query).pl()
+        return cast(pl.DataFrame, con.sql(query).pl())
     except duckdb.Error as e:
         raise SqlError(str(e).splitlines()[0]) from None

@@ -159,17 +159,17 @@ def _info(location: str | os.PathLike[str]) -> pafs.FileInfo:
 
 def exists(location: str | os.PathLike[str]) -> bool:
     """Whether a file or a folder (on object storage: a prefix holding objects) is there."""
-    return _info(location).type != pafs.FileType.NotFound
+    return bool(_info(location).type != pafs.FileType.NotFound)
 
 
 def is_file(location: str | os.PathLike[str]) -> bool:
-    return _info(location).type == pafs.FileType.File
+    return bool(_info(location).type == pafs.FileType.File)
 
 
 def is_dir(location: str | os.PathLike[str]) -> bool:
     """A folder: locally a directory; on object storage a prefix with at least one object
     below it (S3 has no empty folders)."""
-    return _info(location).type == pafs.FileType.Directory
+    return bool(_info(location).type == pafs.FileType.Directory)
 
 
 def list_files(location: str | os.PathLike[str]) -> list[str]:

@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import polars as pl
@@ -1123,7 +1123,7 @@ class Corpus:
     def sql(self, query: str) -> pl.DataFrame:
         with self.connect() as con:
             try:
-                return con.sql(query).pl()
+                return cast(pl.DataFrame, con.sql(query).pl())
             except duckdb.Error:
                 self._raise_damaged()
                 raise

@@ -14,7 +14,7 @@ import hashlib
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -73,7 +73,7 @@ def _ensure_cached(name: str) -> Path:
 
 
 @contextmanager
-def _tiktoken_cache(folder: Path):
+def _tiktoken_cache(folder: Path) -> Iterator[None]:
     with _env_lock:
         old = os.environ.get("TIKTOKEN_CACHE_DIR")
         os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
@@ -144,7 +144,7 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         return self._encoding.encode_ordinary(text)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Tokenizer], tuple[str]]:
         return (Tokenizer, (self.name,))
 
     def __repr__(self) -> str:

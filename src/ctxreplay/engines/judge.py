@@ -34,7 +34,7 @@ from concurrent.futures import (
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, cast, overload
 
 import polars as pl
 import pyarrow as pa
@@ -242,12 +242,12 @@ def _view_rows(table: pa.Table) -> list[dict[str, Any]]:
     it was reduced to what ``view_messages`` reads of it (``parts`` None, and its ``index``):
     making a dict of every field of every entry of every view was most of the reading."""
     if "entries" not in table.column_names or table.num_rows == 0:
-        return table.to_pylist()
+        return cast(list[dict[str, Any]], table.to_pylist())
     entries = table["entries"].combine_chunks()
     flat = entries.values  # every entry of every row: row r's are offsets[r]:offsets[r + 1]
     names = [flat.type.field(i).name for i in range(flat.type.num_fields)]
     if not {"parts", "index"} <= set(names):
-        return table.to_pylist()
+        return cast(list[dict[str, Any]], table.to_pylist())
     fields = dict(zip(names, flat.flatten(), strict=True))  # an entry's nulls are its fields'
     rows: list[dict[str, Any]] = table.drop_columns(["entries"]).to_pylist()
     index = fields["index"].to_pylist()
@@ -612,7 +612,9 @@ class ChunkPlan(Sequence[JudgeChunk]):
         def work(bounds: tuple[int, int, int, int]) -> float:
             a, b, c, d = bounds
             messages = per_case[d - 1] - (per_case[c - 1] if c else 0.0)
-            return messages * (b - a) / max(1, d - c)  # (the pairs of its cases, as many each)
+            return float(
+                messages * (b - a) / max(1, d - c)
+            )  # (the pairs of its cases, as many each)
 
         return sorted(range(len(self)), key=lambda i: -work(self._bounds[i]))
 

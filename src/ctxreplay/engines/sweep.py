@@ -209,7 +209,9 @@ def expand(grids: Sequence[Grid | str], policies: Sequence[str] = ()) -> list[Po
     points: list[Point] = []
     seen: dict[str, Point] = {}
 
-    def add(family: str, values: Sequence[tuple[str, str]], source: str, spec: str | None = None):
+    def add(
+        family: str, values: Sequence[tuple[str, str]], source: str, spec: str | None = None
+    ) -> None:
         spec = spec or _spec(family, values)
         try:
             policy = make_policy(spec)

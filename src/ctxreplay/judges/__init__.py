@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from ..datasets.messages import Message, Part, Session
     from ..registry import NoParams, param
     from ..replay.objects import ContextObject, ObjectIndex
+    from ..replay.view import Archive
     from .base import (
-        Archive,
         Availability,
         Judge,
         JudgeInput,
@@ -43,8 +43,8 @@ __getattr__ = lazy_exports(
         "ctxreplay.datasets.messages": ("Message", "Part", "Session"),
         "ctxreplay.registry": ("NoParams", "param"),
         "ctxreplay.replay.objects": ("ContextObject", "ObjectIndex"),
+        "ctxreplay.replay.view": ("Archive",),
         "ctxreplay.judges.base": (
-            "Archive",
             "Availability",
             "Judge",
             "JudgeInput",

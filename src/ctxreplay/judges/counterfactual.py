@@ -323,7 +323,7 @@ Comparator = Callable[[Any, Any], bool]
 
 def arguments_equivalent(a: Any, b: Any) -> bool:
     """The generic comparator: the same after :func:`normalise_value`."""
-    return normalise_value(a) == normalise_value(b)
+    return bool(normalise_value(a) == normalise_value(b))
 
 
 #: per-tool comparators (tool name → comparator); the generic one for every other tool

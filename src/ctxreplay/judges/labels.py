@@ -126,7 +126,9 @@ def _lines(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     return json_objects(path, LabelsError)
 
 
-def _field(path: Path, n: int, row: dict[str, Any], key: str, kind: type, optional: bool = False):
+def _field(
+    path: Path, n: int, row: dict[str, Any], key: str, kind: type, optional: bool = False
+) -> Any:
     value = row.get(key)
     if value is None and optional:
         return None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from ..errors import CtxreplayError
 from ..registry import Plugin, Registry
@@ -99,7 +99,7 @@ def make_policy(spec: str | Policy) -> Policy:
 
 def rebuild_policy(described: dict[str, Any]) -> Policy:
     """The inverse of ``Policy.describe()``: the manifest entry back into a policy."""
-    return policies.rebuild(described)
+    return cast(Policy, policies.rebuild(described))
 
 
 def all_policies() -> list[str]:

@@ -198,7 +198,7 @@ class Candidate:
 
     def rank(self, power: float) -> float:
         """Predicted need per token freed (``power`` weighs the tokens)."""
-        return self.need / max(self.saving, 1) ** power
+        return float(self.need / max(self.saving, 1) ** power)
 
 
 @policy("working-set")

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the names, for type checkers; at run time each loads on first use
     from .exports import FORMATS as EXPORT_FORMATS
     from .exports import ExportSummary, export_verdicts, verdict_records
+    from .formatting import RenderError
     from .plot import tradeoff_plot
-    from .render import FORMATS, RenderError, render, save
+    from .render import FORMATS, render, save
     from .report import Report, build_report
     from .stats import (
         BootstrapInterval,
@@ -46,7 +47,7 @@ _EXPORTS = {
     "verdict_records": ("exports", "verdict_records"),
     "tradeoff_plot": ("plot", "tradeoff_plot"),
     "FORMATS": ("render", "FORMATS"),
-    "RenderError": ("render", "RenderError"),
+    "RenderError": ("formatting", "RenderError"),
     "render": ("render", "render"),
     "save": ("render", "save"),
     "Report": ("report", "Report"),

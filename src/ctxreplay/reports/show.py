@@ -177,7 +177,7 @@ def done(action: dict[str, dict[str, Any]], oid: str) -> str:
     d = action.get(oid)
     if d is None:
         return "kept"
-    return DONE.get(d["action"], d["action"]) + ("*" if d["dropped_reason"] else "")
+    return str(DONE.get(d["action"], d["action"])) + ("*" if d["dropped_reason"] else "")
 
 
 def _verb(action: str) -> str:

@@ -26,6 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from .anchors import STOPWORDS
 
@@ -433,7 +434,7 @@ def parse_json(text: str) -> object | None:
     if not s or s[0] not in "[{":
         return None
     try:
-        return json.loads(s)
+        return cast("object | None", json.loads(s))
     except ValueError:
         return None
 

@@ -21,7 +21,7 @@ import re
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, overload
 
 from ...registry import Registry
 from ..messages import Session
@@ -161,6 +161,17 @@ class Importer:
 importers: Registry[type[Importer]] = Registry(
     "importer", "ctxreplay.importers", "ctxreplay.datasets.importers:BUILTIN"
 )
+
+
+_T = TypeVar("_T")
+
+
+@overload
+def expect(value: Any, types: type[_T], json_path: str, what: str = "value") -> _T: ...
+
+
+@overload
+def expect(value: Any, types: tuple[type, ...], json_path: str, what: str = "value") -> Any: ...
 
 
 def expect(value: Any, types: type | tuple[type, ...], json_path: str, what: str = "value") -> Any:

@@ -397,11 +397,12 @@ def _block(block: Any, where: str) -> tuple[list[Part], bool]:
             ], False
         if kind == "tool-result":
             call_id = expect(require(block, "toolCallId", where), str, f"{where}.toolCallId", "id")
-            name = block.get("toolName") if isinstance(block.get("toolName"), str) else None
+            named = block.get("toolName")
+            tool = named if isinstance(named, str) else None
             text, media, error = _tool_output(
                 block.get("output", block.get("result")), f"{where}.output"
             )
-            return [Part.response(call_id, text, name), *media], error
+            return [Part.response(call_id, text, tool), *media], error
         if kind in ("image", "file") and "source" not in block:
             return [_sdk_media(block, kind, where)], False
         error = kind == "tool_result" and block.get("is_error") is True

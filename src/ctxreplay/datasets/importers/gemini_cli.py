@@ -84,7 +84,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..messages import Message, Part, Session, Usage
 from ..rejects import RecordError, Reject
@@ -139,7 +139,7 @@ def response_text(response: Any) -> str:
     if isinstance(response, dict):
         for key in ("output", "error"):
             if isinstance(response.get(key), str):
-                return response[key]
+                return cast(str, response[key])
     if response is None:
         return ""
     return json.dumps(response, ensure_ascii=False)

@@ -61,7 +61,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..messages import Message, Part, Session, as_dict
 from ..rejects import RecordError, Reject, clip
@@ -195,10 +195,10 @@ def _item(msg: _Msg, item: Any, where: str) -> None:
 def _ui_text(item: dict[str, Any]) -> str:
     for key in ("msg", "prompt", "message"):
         if isinstance(item.get(key), str):
-            return item[key]
+            return cast(str, item[key])
     data = as_dict(item.get("data"))
     if isinstance(data.get("message"), str):
-        return data["message"]
+        return cast(str, data["message"])
     return json.dumps(item, ensure_ascii=False)
 
 

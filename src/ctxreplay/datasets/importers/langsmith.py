@@ -314,8 +314,8 @@ def langchain_message(raw: Any, where: str, state: dict[str, Any]) -> Message:
     expect(fields, dict, base, "message fields")
     kind = _KINDS.get(kind, kind) if isinstance(kind, str) else kind
     if kind == "chat":
-        role = expect(require(fields, "role", base), str, f"{base}.role", "role")
-        kind = {"human": "user", "ai": "assistant"}.get(role, role)
+        said = expect(require(fields, "role", base), str, f"{base}.role", "role")
+        kind = {"human": "user", "ai": "assistant"}.get(said, said)
     role = _TYPE_ROLES.get(kind) if isinstance(kind, str) else None
     if role is None:
         raise RecordError(

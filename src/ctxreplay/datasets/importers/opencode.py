@@ -74,7 +74,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..messages import Message, Part, Session, Usage, as_dict, dumps_arguments
 from ..rejects import RecordError, Reject, clip, inspect_value
@@ -887,7 +887,7 @@ def _export_message(element: Any, where: str) -> dict[str, Any]:
     info = expect(require(element, "info", where), dict, f"{where}.info", "message info")
     parts = element.get("parts", [])
     expect(parts, list, f"{where}.parts", "parts")
-    return _checked_object(info, f"{where}.info")
+    return cast(dict[str, Any], _checked_object(info, f"{where}.info"))
 
 
 def _row_info(values: dict[str, Any]) -> _Info:

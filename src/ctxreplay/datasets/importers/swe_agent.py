@@ -97,7 +97,9 @@ class SweAgentImporter(Importer):
     def sessions_from_record(self, path: Path, record: Record) -> Iterator[Session]:
         value = expect(record.value, dict, "$", "trajectory file")
         history = expect(require(value, "history", "$"), list, "$.history", "history")
-        trajectory = value.get("trajectory") if isinstance(value.get("trajectory"), list) else []
+        trajectory: list[Any] = (
+            value["trajectory"] if isinstance(value.get("trajectory"), list) else []
+        )
         function_calling = any(
             isinstance(m, dict) and (m.get("tool_calls") or m.get("role") == "tool")
             for m in history

@@ -125,10 +125,14 @@ class Case:
         if not stats.messages:
             return True
         p = self.params
-        return stats.token_df.get(t, 0) <= max(p.session_min, p.session_share * stats.messages)
+        return bool(
+            stats.token_df.get(t, 0) <= max(p.session_min, p.session_share * stats.messages)
+        )
 
 
-def habits_of(index: SessionIndex, prefix: Sequence[Message], found: Sources, at_least: int):
+def habits_of(
+    index: SessionIndex, prefix: Sequence[Message], found: Sources, at_least: int
+) -> tuple[set[tuple[str, str]], frozenset[str]]:
     """The (key, value) arguments the agent passed in at least ``at_least`` of its earlier
     messages, and their tokens."""
     counts: Counter[tuple[str, str]] = Counter()
