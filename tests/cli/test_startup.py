@@ -10,22 +10,10 @@ import sys
 import textwrap
 from typing import Any
 
-#: libraries only a command's work needs
-HEAVY = [
-    "statsmodels",
-    "matplotlib",
-    "duckdb",
-    "polars",
-    "pyarrow",
-    "openai",
-    "tiktoken",
-    "ray",
-    "starlette",
-    "uvicorn",
-    "scipy",
-    "numpy",
-    "pandas",
-]
+from builders import load_benchmark
+
+#: libraries only a command's work needs (the benchmark times the same list)
+HEAVY = list(load_benchmark("bench_cli_startup").HEAVY)
 
 
 def in_fresh_python(code: str) -> Any:
