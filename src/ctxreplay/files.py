@@ -15,7 +15,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = 
 
 
 def atomic_write_table(
-    rows: Sequence[dict[str, Any]] | pa.Table,
+    rows: Sequence[Mapping[str, Any]] | pa.Table,
     schema: pa.Schema | None,
     path: str | os.PathLike[str],
 ) -> None:

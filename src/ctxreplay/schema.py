@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, TypedDict, get_type_hints
 
 import pyarrow as pa
 
@@ -57,6 +57,23 @@ def table(name: str, where: str, about: str, columns: list[Column]) -> pa.Schema
     schema = pa.schema(fields)
     TABLES[name] = Table(name, where, about, schema, docs)
     return schema
+
+
+def typed_columns(*rows: type) -> list[Column]:
+    """The columns of ``TypedDict`` row types, in order: each key annotated
+    ``Annotated[python type, arrow type, "what it holds"]`` (add ``NOT_NULL`` to forbid nulls),
+    so a writer that builds such a row is checked by mypy against the very declaration its
+    table's schema comes from."""
+    columns: list[Column] = []
+    for row in rows:
+        for name, hint in get_type_hints(row, include_extras=True).items():
+            arrow, doc, *rest = hint.__metadata__
+            columns.append((name, arrow, doc, False) if NOT_NULL in rest else (name, arrow, doc))
+    return columns
+
+
+#: ``typed_columns``: the column may hold no null
+NOT_NULL = "not null"
 
 
 class SchemaMismatch(RuntimeError):
@@ -228,58 +245,78 @@ CASES = table(
 
 # --- run: replay --------------------------------------------------------------------------
 
+
+class FiguresColumns(TypedDict):
+    """A ``figures`` row up to its cost columns (``engines.replay.outcome_rows`` writes it)."""
+
+    policy: Annotated[str, S, "policy label with its non-default parameters"]
+    policy_name: Annotated[str, S, "registered policy name"]
+    case_id: Annotated[str, S, "the case"]
+    session_id: Annotated[str, S, "the session"]
+    cut: Annotated[int, I32, "seq of the cut"]
+    prefix_messages: Annotated[int, I32, "messages of the prefix"]
+    prefix_tokens: Annotated[int, I64, "tokens of the prefix"]
+    view_messages: Annotated[int, I32, "messages of the view"]
+    view_tokens: Annotated[int, I64, "tokens of the view"]
+    pruning_rate: Annotated[float, F64, "1 − view_tokens / prefix_tokens"]
+    editable_tokens: Annotated[
+        int, I64, "tokens a policy may touch (no system, no latest user turn)"
+    ]
+    editable_pruning: Annotated[float, F64, "share of the editable tokens removed"]
+    budget_note: Annotated[str | None, S, "why a target/budget was not met"]
+    no_edit: Annotated[
+        str | None, S, "why the policy proposed no edit (a trigger not reached, too little freed)"
+    ]
+    n_objects: Annotated[int, I32, "context objects in the prefix"]
+    n_fold: Annotated[int, I32, "objects folded in the committed view"]
+    n_mask: Annotated[int, I32, "objects masked"]
+    n_prune: Annotated[int, I32, "objects pruned"]
+    n_planned: Annotated[int, I32, "edits the plan proposed"]
+    n_dropped: Annotated[int, I32, "edits rehearsal dropped"]
+    dropped_reasons: Annotated[str, S, "JSON {reason: count} of the dropped edits"]
+    touched_latest_turn: Annotated[bool, B, "the plan tried to edit the protected latest user turn"]
+    batch_rejected: Annotated[str | None, S, "why an all-or-nothing plan was rejected"]
+    estimated_saving: Annotated[int, I64, "tokens the plan would save"]
+    committed: Annotated[bool, B, "the view replaced the prefix"]
+    commit_reason: Annotated[str, S, "why it was or was not committed"]
+    planner_failure: Annotated[
+        str | None, S, "why a model planner failed (the case keeps the prefix)"
+    ]
+    planner_prompt_tokens: Annotated[int | None, I64, "planner prompt tokens"]
+    planner_completion_tokens: Annotated[int | None, I64, "planner completion tokens"]
+    planner_usd: Annotated[float | None, F64, "planner cost"]
+    planner_prompt_hash: Annotated[str | None, S, "sha256 of the planner request"]
+    planner_params: Annotated[str | None, S, "JSON: the parameters actually sent to the model"]
+    planner_cache_hit: Annotated[bool | None, B, "the planner answer came from the cache"]
+    n_archives: Annotated[int, I32, "payloads archived in the sidecar"]
+
+
+class CostColumns(TypedDict):
+    """A ``figures`` row's cost columns (``replay.cost.CaseCost.as_row``)."""
+
+    requests: Annotated[int, I32, "model requests in the future"]
+    input_baseline: Annotated[int, I64, "prompt tokens of those requests without the policy"]
+    input_policy: Annotated[int, I64, "the same with the view"]
+    cached_max_baseline: Annotated[int, I64, "cache-served tokens under perfect prefix caching"]
+    cached_max_policy: Annotated[int, I64, "the same with the view"]
+    output_tokens: Annotated[int, I64, "completion tokens of the future requests"]
+    cache_break_tokens: Annotated[int, I64, "tokens re-read because the edit broke the cache"]
+    usd_baseline_low: Annotated[float, F64, "cost without the policy, perfect caching"]
+    usd_baseline_high: Annotated[float, F64, "cost without the policy, no caching"]
+    usd_policy_low: Annotated[float, F64, "cost with the view, perfect caching"]
+    usd_policy_high: Annotated[float, F64, "cost with the view, no caching"]
+    recorded_cache: Annotated[bool, B, "the trace recorded cache hits for every future request"]
+
+
+class FiguresRow(FiguresColumns, CostColumns):
+    """One ``figures`` row."""
+
+
 FIGURES = table(
     "figures",
     "RUN/figures/<policy>/chunk-NNNNN.parquet",
     "one row per case and policy: tokens, pruning, actions, planner calls and cost",
-    [
-        ("policy", S, "policy label with its non-default parameters"),
-        ("policy_name", S, "registered policy name"),
-        ("case_id", S, "the case"),
-        ("session_id", S, "the session"),
-        ("cut", I32, "seq of the cut"),
-        ("prefix_messages", I32, "messages of the prefix"),
-        ("prefix_tokens", I64, "tokens of the prefix"),
-        ("view_messages", I32, "messages of the view"),
-        ("view_tokens", I64, "tokens of the view"),
-        ("pruning_rate", F64, "1 − view_tokens / prefix_tokens"),
-        ("editable_tokens", I64, "tokens a policy may touch (no system, no latest user turn)"),
-        ("editable_pruning", F64, "share of the editable tokens removed"),
-        ("budget_note", S, "why a target/budget was not met"),
-        ("no_edit", S, "why the policy proposed no edit (a trigger not reached, too little freed)"),
-        ("n_objects", I32, "context objects in the prefix"),
-        ("n_fold", I32, "objects folded in the committed view"),
-        ("n_mask", I32, "objects masked"),
-        ("n_prune", I32, "objects pruned"),
-        ("n_planned", I32, "edits the plan proposed"),
-        ("n_dropped", I32, "edits rehearsal dropped"),
-        ("dropped_reasons", S, "JSON {reason: count} of the dropped edits"),
-        ("touched_latest_turn", B, "the plan tried to edit the protected latest user turn"),
-        ("batch_rejected", S, "why an all-or-nothing plan was rejected"),
-        ("estimated_saving", I64, "tokens the plan would save"),
-        ("committed", B, "the view replaced the prefix"),
-        ("commit_reason", S, "why it was or was not committed"),
-        ("planner_failure", S, "why a model planner failed (the case keeps the prefix)"),
-        ("planner_prompt_tokens", I64, "planner prompt tokens"),
-        ("planner_completion_tokens", I64, "planner completion tokens"),
-        ("planner_usd", F64, "planner cost"),
-        ("planner_prompt_hash", S, "sha256 of the planner request"),
-        ("planner_params", S, "JSON: the parameters actually sent to the model"),
-        ("planner_cache_hit", B, "the planner answer came from the cache"),
-        ("n_archives", I32, "payloads archived in the sidecar"),
-        ("requests", I32, "model requests in the future"),
-        ("input_baseline", I64, "prompt tokens of those requests without the policy"),
-        ("input_policy", I64, "the same with the view"),
-        ("cached_max_baseline", I64, "cache-served tokens under perfect prefix caching"),
-        ("cached_max_policy", I64, "the same with the view"),
-        ("output_tokens", I64, "completion tokens of the future requests"),
-        ("cache_break_tokens", I64, "tokens re-read because the edit broke the cache"),
-        ("usd_baseline_low", F64, "cost without the policy, perfect caching"),
-        ("usd_baseline_high", F64, "cost without the policy, no caching"),
-        ("usd_policy_low", F64, "cost with the view, perfect caching"),
-        ("usd_policy_high", F64, "cost with the view, no caching"),
-        ("recorded_cache", B, "the trace recorded cache hits for every future request"),
-    ],
+    typed_columns(FiguresColumns, CostColumns),
 )
 
 DECISIONS = table(
@@ -355,33 +392,40 @@ LOSS = struct(
     ]
 )
 
+
+class VerdictRow(TypedDict):
+    """One ``verdicts`` row (``engines.judge.verdict_row`` writes it)."""
+
+    run: Annotated[str, S, "the run folder"]
+    policy: Annotated[str, S, "policy label"]
+    case_id: Annotated[str, S, "the case"]
+    session_id: Annotated[str, S, "the session"]
+    judge: Annotated[str, S, "judge label with its non-default parameters"]
+    judge_name: Annotated[str, S, "registered judge name"]
+    label: Annotated[str, S, "no_impact | impact | unscored"]
+    losses: Annotated[list[dict[str, Any]], pa.list_(LOSS), "what the view lost"]
+    n_losses: Annotated[int, I32, "number of losses"]
+    dependencies: Annotated[int, I32, "dependencies the judge checked"]
+    recoverable: Annotated[int, I32, "losses whose payload the view can still recover"]
+    unscored_reason: Annotated[str | None, S, "why no verdict could be given"]
+    retryable: Annotated[
+        bool, B, "unscored after a transient failure: `judge --retry-unscored` asks again"
+    ]
+    explanation: Annotated[str | None, S, "the judge's account of a scored verdict"]
+    prompt_tokens: Annotated[int, I64, "LLM judge prompt tokens"]
+    completion_tokens: Annotated[int, I64, "LLM judge completion tokens"]
+    usd: Annotated[float, F64, "LLM judge cost"]
+    calls: Annotated[int, I32, "model calls made for the verdict"]
+    cache_hit: Annotated[bool, B, "the answer came from the cache"]
+    prompt_hash: Annotated[str | None, S, "sha256 of the request"]
+    raw: Annotated[str | None, S, "the model's raw answer"]
+
+
 VERDICTS = table(
     "verdicts",
     "RUN/verdicts/<judge>/part-*.parquet",
     "one row per case, policy and judge",
-    [
-        ("run", S, "the run folder"),
-        ("policy", S, "policy label"),
-        ("case_id", S, "the case"),
-        ("session_id", S, "the session"),
-        ("judge", S, "judge label with its non-default parameters"),
-        ("judge_name", S, "registered judge name"),
-        ("label", S, "no_impact | impact | unscored"),
-        ("losses", pa.list_(LOSS), "what the view lost"),
-        ("n_losses", I32, "number of losses"),
-        ("dependencies", I32, "dependencies the judge checked"),
-        ("recoverable", I32, "losses whose payload the view can still recover"),
-        ("unscored_reason", S, "why no verdict could be given"),
-        ("retryable", B, "unscored after a transient failure: `judge --retry-unscored` asks again"),
-        ("explanation", S, "the judge's account of a scored verdict"),
-        ("prompt_tokens", I64, "LLM judge prompt tokens"),
-        ("completion_tokens", I64, "LLM judge completion tokens"),
-        ("usd", F64, "LLM judge cost"),
-        ("calls", I32, "model calls made for the verdict"),
-        ("cache_hit", B, "the answer came from the cache"),
-        ("prompt_hash", S, "sha256 of the request"),
-        ("raw", S, "the model's raw answer"),
-    ],
+    typed_columns(VerdictRow),
 )
 
 CALLS = table(

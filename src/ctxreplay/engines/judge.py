@@ -22,7 +22,7 @@ import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
     Future,
@@ -70,14 +70,14 @@ from ..runs import (
     slug,
     view_messages,
 )
-from ..schema import VERDICTS
+from ..schema import VERDICTS, VerdictRow
 
 
 class JudgeRunError(CtxreplayError):
     pass
 
 
-def verdict_row(run: str, item: JudgeInput, judge: Judge, v: Verdict) -> dict[str, Any]:
+def verdict_row(run: str, item: JudgeInput, judge: Judge, v: Verdict) -> VerdictRow:
     return {
         "run": run,
         "policy": item.policy,
@@ -123,7 +123,7 @@ def corpus_state(run: Run, judge: Judge) -> Any:
     return state
 
 
-def _write_part(rows: list[dict[str, Any]], folder: Path) -> None:
+def _write_part(rows: Sequence[Mapping[str, Any]], folder: Path) -> None:
     """A new part file per batch (never overwritten), written atomically."""
     if rows:
         atomic_write_table(
@@ -402,7 +402,7 @@ def _start_worker(spec: dict[str, Any], state: Any, pool: bool = True) -> None:
         gc.freeze()
 
 
-def _judge_chunk(run_path: str, corpus_path: str, chunk: JudgeChunk) -> list[dict[str, Any]]:
+def _judge_chunk(run_path: str, corpus_path: str, chunk: JudgeChunk) -> list[VerdictRow]:
     """A process worker: judge every input of a chunk with a deterministic judge."""
     from ..datasets.store import Corpus
 
@@ -417,7 +417,7 @@ def _judge_chunk(run_path: str, corpus_path: str, chunk: JudgeChunk) -> list[dic
         judge.reads_token_counts,
         judge.reads_session_tools,
     )
-    rows: list[dict[str, Any]] = []
+    rows: list[VerdictRow] = []
     with fewer_collections():
         for items in inputs:
             judge.begin_session([item for item, _ in items])
@@ -709,7 +709,7 @@ def run_judge(
     total = chunks.pairs
     bar = tqdm(total=total, unit="verdict", desc=f"judge {judge.name}", disable=not progress)
 
-    def record(rows: Iterable[dict[str, Any]], write: bool = True) -> None:
+    def record(rows: Iterable[Mapping[str, Any]], write: bool = True) -> None:
         rows = list(rows)
         if write:  # (a Ray task writes its own parts)
             _write_part(rows, folder)
@@ -778,7 +778,7 @@ def _run_processes(
     run: Run,
     judge: Judge,
     chunks: ChunkPlan,
-    record: Callable[[Iterable[dict[str, Any]]], None],
+    record: Callable[[Iterable[Mapping[str, Any]]], None],
     workers: int,
 ) -> None:
     """Chunks judged by worker processes, each started once with the judge and its corpus
@@ -790,7 +790,7 @@ def _run_processes(
         with ProcessPoolExecutor(
             max_workers=workers, initializer=_start_worker, initargs=(spec, state)
         ) as pool:
-            running: set[Future[list[dict[str, Any]]]] = set()
+            running: set[Future[list[VerdictRow]]] = set()
             for chunk in (chunks[i] for i in chunks.most_work_first()):
                 if len(running) >= 2 * workers:
                     finished, running = wait(running, return_when=FIRST_COMPLETED)
@@ -812,7 +812,7 @@ def _run_threaded(
     run: Run,
     judge: Judge,
     chunks: Sequence[JudgeChunk],
-    record: Callable[[Iterable[dict[str, Any]]], None],
+    record: Callable[[Iterable[Mapping[str, Any]]], None],
     flush_every: int,
     state: Any,
 ) -> None:
@@ -822,7 +822,7 @@ def _run_threaded(
     sidecar = SidecarStore(run.path / "sidecar")
     name = run.path.name
     concurrency = int(getattr(judge.params, "concurrency", 4) or 4)
-    pending: list[dict[str, Any]] = []
+    pending: list[VerdictRow] = []
     counts = judge.reads_token_counts
     sessions = (
         items
@@ -862,7 +862,7 @@ def _run_ray(
     run: Run,
     judge: Judge,
     chunks: Sequence[JudgeChunk],
-    record: Callable[[Iterable[dict[str, Any]]], None],
+    record: Callable[[Iterable[Mapping[str, Any]]], None],
     flush_every: int,
     address: str | None,
 ) -> None:
@@ -893,7 +893,7 @@ def _judge_task(
     folder = Path(run_path) / "verdicts" / slug(judge.label)
     tally: list[dict[str, Any]] = []
 
-    def write(rows: Iterable[dict[str, Any]]) -> None:
+    def write(rows: Iterable[Mapping[str, Any]]) -> None:
         rows = list(rows)
         _write_part(rows, folder)
         tally.extend({k: r[k] for k in TALLY} for r in rows)

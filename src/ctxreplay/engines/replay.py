@@ -25,7 +25,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -66,6 +66,7 @@ from ..runs import (
     slug,
     write_done,
 )
+from ..schema import FiguresRow
 from ..tariffs import load_tariff
 from ..version import __version__
 
@@ -223,7 +224,7 @@ def outcome_rows(
     future: Sequence[Message],
     tariff: Any,
     name: str,
-) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[FiguresRow, list[dict[str, Any]], dict[str, Any]]:
     view = outcome.view
     rehearsal = outcome.rehearsal
     counts = {a: 0 for a in ("fold", "mask", "prune")}
@@ -240,7 +241,7 @@ def outcome_rows(
     )
     editable = editable_tokens(ctx)
     budget = plan.budget
-    figures = {
+    figures: FiguresRow = {
         "policy": outcome.policy,
         "policy_name": name,
         "case_id": case["case_id"],
@@ -408,7 +409,7 @@ def run_chunk(
     by_session: dict[str, list[dict[str, Any]]] = {}
     for case in chunk.cases.iter_rows(named=True):
         by_session.setdefault(case["session_id"], []).append(case)
-    rows: dict[str, dict[str, list[dict[str, Any]]]] = {
+    rows: dict[str, dict[str, list[Mapping[str, Any]]]] = {
         p.label: {t: [] for t in TABLES} for p in built
     }
     stats = []

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..datasets.messages import Message
+from ..schema import CostColumns
 from ..tariffs import Tariff
 
 #: OpenAI chat framing: tokens added per message and per request (reply priming)
@@ -68,7 +68,7 @@ class CaseCost:
     usd_policy: tuple[float, float]
     recorded_cache: bool  # the trace recorded cache hits for every future request
 
-    def as_row(self) -> dict[str, Any]:
+    def as_row(self) -> CostColumns:
         return {
             "requests": self.requests,
             "input_baseline": self.input_baseline,
