@@ -23,14 +23,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import (
-    FIRST_COMPLETED,
-    Future,
-    ProcessPoolExecutor,
-    ThreadPoolExecutor,
-    as_completed,
-    wait,
-)
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +64,7 @@ from ..runs import (
     view_messages,
 )
 from ..schema import VERDICTS, VerdictRow
+from .executor import run_chunks
 
 
 class JudgeRunError(CtxreplayError):
@@ -389,24 +383,20 @@ def session_tools(corpus: Any, session_ids: Sequence[str]) -> dict[str, tuple[An
     return out
 
 
-#: the judge of a worker process, built once from the spec and the corpus state it was started
-#: with (not sent again with every chunk)
-_WORKER_JUDGE: list[Judge] = []
-
-
-def _start_worker(spec: dict[str, Any], state: Any, pool: bool = True) -> None:
+def _worker_judge(spec: dict[str, Any], state: Any) -> Judge:
+    """A worker's judge, built once from the spec and the corpus state (``executor`` setup):
+    neither is sent again with every chunk."""
     judge = judges.rebuild(spec)
     judge.use_state(state)
-    _WORKER_JUDGE[:] = [judge]
-    if pool:  # what the worker was forked with lives as long as it: never collected
-        gc.freeze()
+    return judge
 
 
-def _judge_chunk(run_path: str, corpus_path: str, chunk: JudgeChunk) -> list[VerdictRow]:
-    """A process worker: judge every input of a chunk with a deterministic judge."""
+def _judge_chunk(
+    judge: Judge, run_path: str, corpus_path: str, chunk: JudgeChunk
+) -> list[VerdictRow]:
+    """Judge every input of a chunk with a deterministic judge (in a worker or this process)."""
     from ..datasets.store import Corpus
 
-    judge = _WORKER_JUDGE[0]
     run = Path(run_path)
     sidecar = SidecarStore(run / "sidecar")
     inputs = chunk_inputs(
@@ -781,31 +771,18 @@ def _run_processes(
     record: Callable[[Iterable[Mapping[str, Any]]], None],
     workers: int,
 ) -> None:
-    """Chunks judged by worker processes, each started once with the judge and its corpus
-    state; a few chunks in flight at a time, each chunk's verdicts written when it is done."""
-    state = corpus_state(run, judge)
-    spec = judge.describe()
-    args = (str(run.path), str(run.corpus.path))
-    if workers > 1 and len(chunks) > 1:
-        with ProcessPoolExecutor(
-            max_workers=workers, initializer=_start_worker, initargs=(spec, state)
-        ) as pool:
-            running: set[Future[list[VerdictRow]]] = set()
-            for chunk in (chunks[i] for i in chunks.most_work_first()):
-                if len(running) >= 2 * workers:
-                    finished, running = wait(running, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        record(fut.result())
-                running.add(pool.submit(_judge_chunk, *args, chunk))
-            for fut in as_completed(running):
-                record(fut.result())
-    else:
-        _start_worker(spec, state, pool=False)
-        try:
-            for chunk in chunks:
-                record(_judge_chunk(*args, chunk))
-        finally:
-            _WORKER_JUDGE.clear()
+    """Chunks judged by worker processes (or this one: ``executor.run_chunks``), each worker
+    building the judge once with its corpus state; the largest chunks first, each chunk's
+    verdicts written when it is done."""
+    paths = (str(run.path), str(run.corpus.path))
+    for rows in run_chunks(
+        _judge_chunk,
+        [(*paths, chunks[i]) for i in chunks.most_work_first()],
+        workers=workers,
+        shared=(judge.describe(), corpus_state(run, judge)),
+        setup=_worker_judge,
+    ):
+        record(rows)
 
 
 def _run_threaded(
@@ -869,13 +846,10 @@ def _run_ray(
     """Each chunk a Ray task (:mod:`.ray_engine`) that judges it and writes its verdict parts
     itself, as the local engine would; a model judge's calls are held to the endpoint's limit
     across the cluster. The corpus state is computed once, here, and shared."""
-    from .ray_engine import run_tasks
-
     state = corpus_state(run, judge)
     shared = (str(run.path), str(run.corpus.path), judge.describe(), state, flush_every)
-    for rows in run_tasks(
-        _judge_task, ((chunk,) for chunk in chunks), address=address, shared=shared
-    ):
+    calls = [(chunk,) for chunk in chunks]
+    for rows in run_chunks(_judge_task, calls, engine="ray", address=address, shared=shared):
         record(rows)
 
 
@@ -904,9 +878,5 @@ def _judge_task(
         finally:
             judge.close()
     else:
-        _start_worker(spec, state, pool=False)
-        try:
-            write(_judge_chunk(run_path, corpus_path, chunk))
-        finally:
-            _WORKER_JUDGE.clear()
+        write(_judge_chunk(_worker_judge(spec, state), run_path, corpus_path, chunk))
     return tally

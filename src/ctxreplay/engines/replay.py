@@ -26,7 +26,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -69,6 +68,7 @@ from ..runs import (
 from ..schema import FiguresRow
 from ..tariffs import load_tariff
 from ..version import __version__
+from .executor import run_chunks
 
 
 @dataclass
@@ -533,18 +533,8 @@ def run_replay(
             bar.update(n)
             summary.computed += 1
 
-    if engine == "ray" and args:
-        from .ray_engine import run_tasks
-
-        for stats in run_tasks(run_chunk, args, address=ray_address):
-            collect(stats)
-    elif workers > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for fut in as_completed([pool.submit(run_chunk, *a) for a in args]):
-                collect(fut.result())
-    else:
-        for a in args:
-            collect(run_chunk(*a))
+    for stats in run_chunks(run_chunk, args, engine=engine, workers=workers, address=ray_address):
+        collect(stats)
     bar.close()
     _finish_summary(run, per_policy)
     summary.policies = list(per_policy.values())
