@@ -64,32 +64,25 @@ def _in_processes(
         max_workers=workers, initializer=_start_worker, initargs=(setup, shared)
     ) as pool:
         running: set[Future[Any]] = set()
-        error: BaseException | None = None
+        errors: list[BaseException] = []
+
+        def results(finished: Iterable[Future[Any]]) -> Iterator[Any]:
+            for fut in finished:
+                if (e := fut.exception()) is not None:
+                    errors.append(e)
+                else:
+                    yield fut.result()
+
         for call in calls:
             if len(running) >= 2 * workers:
                 finished, running = wait(running, return_when=FIRST_COMPLETED)
-                for result, e in _outcomes(finished):
-                    if e is not None:
-                        error = error or e
-                    else:
-                        yield result
-            if error is not None:
+                yield from results(finished)
+            if errors:
                 break
             running.add(pool.submit(_run_in_worker, fn, setup is not None, call))
-        finished, _ = wait(running)
-        for result, e in _outcomes(finished):
-            if e is not None:
-                error = error or e
-            else:
-                yield result
-    if error is not None:
-        raise error
-
-
-def _outcomes(finished: Iterable[Future[Any]]) -> Iterator[tuple[Any, BaseException | None]]:
-    for fut in finished:
-        e = fut.exception()
-        yield (None, e) if e is not None else (fut.result(), None)
+        yield from results(wait(running).done)
+    if errors:
+        raise errors[0]
 
 
 def _start_worker(setup: Callable[..., Any] | None, shared: tuple[Any, ...]) -> None:

@@ -386,7 +386,7 @@ def session_tools(corpus: Any, session_ids: Sequence[str]) -> dict[str, tuple[An
 def _worker_judge(spec: dict[str, Any], state: Any) -> Judge:
     """A worker's judge, built once from the spec and the corpus state (``executor`` setup):
     neither is sent again with every chunk."""
-    judge = judges.rebuild(spec)
+    judge: Judge = judges.rebuild(spec)
     judge.use_state(state)
     return judge
 
