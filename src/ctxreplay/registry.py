@@ -95,17 +95,23 @@ def load_target(target: str) -> Any:
     return value
 
 
-def lazy_exports(package: str, homes: Mapping[str, Sequence[str]]) -> Callable[[str], Any]:
+def lazy_exports(
+    package: str, homes: Mapping[str, Sequence[str | tuple[str, str]]]
+) -> Callable[[str], Any]:
     """A package's ``__getattr__`` (PEP 562) that imports a name's module when the name is first
     used: a plugin kit re-exported from a package costs nothing until a plugin reads it.
-    ``homes``: each module → the names it gives."""
-    where = {name: module for module, names in homes.items() for name in names}
+    ``homes``: each module → the names it gives (``(public, its name there)`` to rename)."""
+    where = {
+        (n if isinstance(n, str) else n[0]): (module, n if isinstance(n, str) else n[1])
+        for module, names in homes.items()
+        for n in names
+    }
 
     def __getattr__(name: str) -> Any:
-        module = where.get(name)
-        if module is None:
+        if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(import_module(module), name)
+        module, attribute = where[name]
+        value = getattr(import_module(module), attribute)
         setattr(sys.modules[package], name, value)
         return value
 

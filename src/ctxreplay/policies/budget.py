@@ -71,7 +71,7 @@ class Need:
 
     tokens: int
     prefix: int
-    editable: int
+    editable: int  # counted only when a target is set (0 otherwise: nothing reads it)
     target: float = 0.0
     budget: int = 0
 
@@ -112,7 +112,9 @@ def need_for(ctx: PrefixContext, params: Any) -> Need:
     """The need of ``params`` (any Params; those without the budget fields need nothing)."""
     target = float(getattr(params, "target", 0.0) or 0.0)
     budget = int(getattr(params, "budget", 0) or 0)
-    prefix, editable = ctx.tokens, editable_tokens(ctx)
+    prefix = ctx.tokens
+    # the editable tokens take a pass over the prefix: only a target reads them
+    editable = editable_tokens(ctx) if target > 0 else 0
     tokens = max(_by_target(target, editable), _by_budget(budget, prefix))
     return Need(tokens, prefix, editable, target, budget)
 

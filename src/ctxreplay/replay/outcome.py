@@ -42,8 +42,7 @@ def replay_case(policy: Planner, ctx: PrefixContext) -> Outcome:
     except PlannerError as e:
         # a failed call still cost tokens: keep its bookkeeping (tokens, prompt hash, params)
         failure = str(e)
-        meta = {**getattr(e, "meta", {}), "failure": failure}
-        plan = Plan(meta=meta, planner=getattr(e, "report", None))
+        plan = Plan(meta={**e.meta, "failure": failure}, planner=e.report)
     rehearsal = rehearse(plan, ctx.index)
     view = commit(
         rehearsal,

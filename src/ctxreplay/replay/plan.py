@@ -221,5 +221,9 @@ class PlannerError(RuntimeError):
     """A planner could not produce a plan (timeout, refusal, unparseable output).
 
     The harness leaves the prefix unchanged for that case and records the failure: never a
-    silent keep-all.
+    silent keep-all. A model planner's error carries what the failed call cost (``report``)
+    and the planner's details (``meta``), since the tokens were spent all the same.
     """
+
+    meta: dict[str, Any] = {}  # noqa: RUF012 - read only; a subclass sets its own per error
+    report: PlannerReport | None = None

@@ -13,8 +13,9 @@ Modules: ``stats`` (Wilson, cluster bootstrap, McNemar, Holm), ``tables`` (frame
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..registry import lazy_exports
 
 if TYPE_CHECKING:  # the names, for type checkers; at run time each loads on first use
     from .exports import FORMATS as EXPORT_FORMATS
@@ -37,24 +38,22 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time each loads on fir
     )
     from .tables import ReportError, audit, show_command
 
-#: public name → (the module that defines it, its name there): loaded on first use, so that
-#: importing one submodule (``reports.formatting``) does not load the plot's matplotlib or the
-#: exports
-_EXPORTS = {
-    "EXPORT_FORMATS": ("exports", "FORMATS"),
-    "ExportSummary": ("exports", "ExportSummary"),
-    "export_verdicts": ("exports", "export_verdicts"),
-    "verdict_records": ("exports", "verdict_records"),
-    "tradeoff_plot": ("plot", "tradeoff_plot"),
-    "FORMATS": ("render", "FORMATS"),
-    "RenderError": ("formatting", "RenderError"),
-    "render": ("render", "render"),
-    "save": ("render", "save"),
-    "Report": ("report", "Report"),
-    "build_report": ("report", "build_report"),
-    **{
-        name: ("stats", name)
-        for name in (
+#: each name is loaded on first use, so that importing one submodule (``reports.formatting``)
+#: does not load the plot's matplotlib or the exports
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ctxreplay.reports.exports": (
+            ("EXPORT_FORMATS", "FORMATS"),
+            "ExportSummary",
+            "export_verdicts",
+            "verdict_records",
+        ),
+        "ctxreplay.reports.plot": ("tradeoff_plot",),
+        "ctxreplay.reports.render": ("FORMATS", "render", "save"),
+        "ctxreplay.reports.formatting": ("RenderError",),
+        "ctxreplay.reports.report": ("Report", "build_report"),
+        "ctxreplay.reports.stats": (
             "BootstrapInterval",
             "HolmResult",
             "McNemarResult",
@@ -65,21 +64,10 @@ _EXPORTS = {
             "mcnemar_exact",
             "paired_bootstrap_diff",
             "wilson",
-        )
+        ),
+        "ctxreplay.reports.tables": ("ReportError", "audit", "show_command"),
     },
-    "ReportError": ("tables", "ReportError"),
-    "audit": ("tables", "audit"),
-    "show_command": ("tables", "show_command"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = _EXPORTS[name]
-    value = getattr(import_module(f".{module}", __name__), attribute)
-    globals()[name] = value
-    return value
+)
 
 
 def __dir__() -> list[str]:
