@@ -10,19 +10,24 @@ per-verdict cost measured in the Ray tasks at the largest size, the on-paper est
 1M-session corpus (:func:`estimate`; its inputs are printed with it).
 
     python benchmarks/bench_ray.py [--base 125] [--sizes 1,4,16] [--cpus 2] [--keep DIR]
-                                   [--storage local,s3] [--policies a,b,c] [--target 1000000]
-                                   [--cores-per-node 32] [--tariff gpt-4o-mini]
+                                   [--storage local,s3] [--nodes 1|2] [--policies a,b,c]
+                                   [--target 1000000] [--cores-per-node 32] [--tariff gpt-4o-mini]
 
 With ``--storage s3`` the same stages run with the corpus and cases on a moto S3 server started
-here (uploaded untimed) and the run on it too (worked on as a staged local copy, uploaded when
-each command ends). The llm judge's estimate uses its prompt tokens per verdict, rendered (not
-sent) over the first size's run, at a stated tariff, answer length and endpoint throughput.
+here (uploaded untimed) and the run on it too (its tasks publish their parts there). With
+``--nodes 2`` (``s3`` only) the Ray stages run on a real two-node Ray cluster started here
+(``tests/ray_nodes.py``: a head node, and a worker node that cannot see this machine's ``/tmp``),
+the ``--cpus`` split between them. Each stage also times the flow judge's corpus pass apart:
+worker processes on this machine (local) against Ray tasks over the cluster (ray). The llm
+judge's estimate uses its prompt tokens per verdict, rendered (not sent) over the first size's
+run, at a stated tariff, answer length and endpoint throughput.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import resource
@@ -58,49 +63,67 @@ def upload(root: Path, store: str) -> None:
     storage.write_bytes(f"{store}/cases.parquet", (root / "cases.parquet").read_bytes())
 
 
-def local_stages(root: Path, cpus: int, policies: str, store: str | None) -> dict[str, Any]:
+def corpus_pass_seconds(corpus: str, address: str | None = None, ray: bool = False) -> float:
+    """The flow judge's corpus pass over ``corpus``: in worker processes here, or (``ray``) as
+    Ray tasks over the cluster this process is connected to."""
+    from ctxreplay.datasets.store import Corpus
+    from ctxreplay.engines.judge import ray_pass
+    from ctxreplay.judges.base import corpus_pass, make_judge
+
+    judge, opened = make_judge("flow"), Corpus(corpus)
+    t = time.perf_counter()
+    with corpus_pass(functools.partial(ray_pass, address=address) if ray else None):
+        judge.corpus_state(opened)
+    return time.perf_counter() - t
+
+
+def local_stages(
+    root: Path, cpus: int, policies: str, store: str | None, address: str | None = None
+) -> dict[str, Any]:
     """In a child: replay and judge with the local engine (into ``run-local``), timed in the
     process like the Ray stages (imports and start-up left out of both)."""
     from ctxreplay.engines.judge import run_judge
     from ctxreplay.engines.replay import run_replay
-    from ctxreplay.storage import staged
 
     corpus, cases, base = where(root, store)
     names = policy_list(policies)
     t = time.perf_counter()
-    with staged(f"{base}/run-local") as run:
-        r = run_replay(corpus, cases, names, run, workers=cpus, progress=False)
+    r = run_replay(corpus, cases, names, f"{base}/run-local", workers=cpus, progress=False)
     out: dict[str, Any] = {"replay": {"seconds": time.perf_counter() - t}}
     t = time.perf_counter()
-    with staged(f"{base}/run-local") as run:
-        run_judge(run, "flow", workers=cpus, progress=False)
+    run_judge(f"{base}/run-local", "flow", workers=cpus, progress=False)
     out["judge-flow"] = {"seconds": time.perf_counter() - t}
+    out["pass"] = {"seconds": corpus_pass_seconds(corpus)}
     out["cases"] = r.cases
     return out
 
 
-def ray_stages(root: Path, cpus: int, policies: str, store: str | None) -> dict[str, Any]:
-    """In a child: start a local Ray, replay and judge with the Ray engine (into ``run-ray``)."""
+def ray_stages(
+    root: Path, cpus: int, policies: str, store: str | None, address: str | None = None
+) -> dict[str, Any]:
+    """In a child: start a local Ray (or join the cluster at ``address``), replay and judge
+    with the Ray engine (into ``run-ray``)."""
     import ray
 
     from ctxreplay.engines.judge import run_judge
     from ctxreplay.engines.replay import run_replay
-    from ctxreplay.storage import staged
 
     corpus, cases, base = where(root, store)
     out: dict[str, Any] = {}
     started = time.perf_counter()
-    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     out["ray_start_s"] = time.perf_counter() - started
     t = time.perf_counter()
     names = policy_list(policies)
-    with staged(f"{base}/run-ray") as run:
-        r = run_replay(corpus, cases, names, run, progress=False, engine="ray")
+    r = run_replay(corpus, cases, names, f"{base}/run-ray", progress=False, engine="ray")
     out["replay"] = _stage(time.perf_counter() - t, r.cases * len(names))
     t = time.perf_counter()
-    with staged(f"{base}/run-ray") as run:
-        j = run_judge(run, "flow", progress=False, engine="ray")
+    j = run_judge(f"{base}/run-ray", "flow", progress=False, engine="ray")
     out["judge-flow"] = _stage(time.perf_counter() - t, j.judged)
+    out["pass"] = _stage(corpus_pass_seconds(corpus, address, ray=True), 0)
     out["cases"] = r.cases
     out["driver_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ray.shutdown()
@@ -118,18 +141,22 @@ def _stage(seconds: float, units: int) -> dict[str, Any]:
         "task_seconds": sum(t.seconds for t in last_tasks),
         "worker_mb": max((t.max_rss_mb for t in last_tasks), default=0.0),
         "workers": len({(t.host, t.pid) for t in last_tasks}),
+        "nodes": len({t.node for t in last_tasks}),
     }
 
 
-def child(stage: str, root: Path, cpus: int, policies: str, store: str | None) -> dict[str, Any]:
+def child(
+    stage: str, root: Path, cpus: int, policies: str, store: str | None, cluster: Any = None
+) -> dict[str, Any]:
     """``local_stages`` or ``ray_stages`` in a fresh process; with its wall time and the peak
     RSS (MB) of it and the processes it waited for (the local engine's workers; not Ray's,
-    which its tasks report)."""
+    which its tasks report). ``cluster``: the two-node cluster the Ray stages join."""
     started = time.perf_counter()
+    address = ["--address", cluster.address] if cluster is not None else []
     proc = subprocess.Popen(
         [sys.executable, __file__, "--stage", stage, "--root", str(root), "--cpus", str(cpus),
-         "--policies", policies, *(["--store", store] if store else [])],
-        stdout=subprocess.PIPE,
+         "--policies", policies, *(["--store", store] if store else []), *address],
+        stdout=subprocess.PIPE, env=cluster.env if cluster is not None else None,
     )  # fmt: skip
     assert proc.stdout is not None
     output = proc.stdout.read()
@@ -195,6 +222,17 @@ def llm_estimate(
     }  # fmt: skip
 
 
+def local_copy(server: Any, mult: int, root: Path) -> Path:
+    """The local run of a size, where the llm judge's prompts are rendered from (a copy of it
+    when it is on the S3 server)."""
+    if (root / "run-local").is_dir() or server is None:
+        return root / "run-local"
+    from ctxreplay import storage
+
+    storage.download(server.uri(f"x{mult}/run-local"), root / "run-local")
+    return root / "run-local"
+
+
 def prompt_tokens(run: Path) -> float:
     """The llm judge's mean prompt tokens per (case, policy) of a run, rendered, not sent
     (``bench_llm_prompt.measure`` at the judge's default budget)."""
@@ -229,43 +267,63 @@ def main() -> None:
         "--endpoint-rps", type=float, default=4.0,
         help="llm judge requests/s one endpoint serves (e.g. 16 in flight × 4 s)",
     )  # fmt: skip
+    ap.add_argument(
+        "--nodes", type=int, choices=(1, 2), default=1,
+        help="2: the Ray stages on a two-node Ray cluster started here (needs --storage s3)",
+    )  # fmt: skip
+    ap.add_argument("--address", help=argparse.SUPPRESS)
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.stage in ("local", "ray"):
         stages = local_stages if args.stage == "local" else ray_stages
-        print(json.dumps(stages(args.root, args.cpus, args.policies, args.store)))
+        print(json.dumps(stages(args.root, args.cpus, args.policies, args.store, args.address)))
         return
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench-ray-"))
     os.environ.setdefault("CTXREPLAY_CACHE_DIR", str(base / "cache"))
     kinds = args.storage.split(",")
+    if args.nodes == 2 and kinds != ["s3"]:
+        raise SystemExit("--nodes 2 needs --storage s3: the worker node sees no local folder")
     with contextlib.ExitStack() as stack:
-        server = None
+        server = cluster = None
         if "s3" in kinds:
             sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-            from s3_server import moto_s3
+            from s3_server import ENV, free_port, moto_s3
 
             server = stack.enter_context(moto_s3("bench"))
-        rows, llm_tokens = sizes(args, base, kinds, server)
+            if args.nodes == 2:
+                from ray_nodes import TESTS, two_nodes
+
+                env = {k: os.environ[k] for k in ENV}
+                env |= {"CTXREPLAY_CACHE_DIR": "/tmp/ctxreplay-cache", "PYTHONPATH": str(TESTS)}
+                head = max(1, args.cpus // 2)
+                cluster = stack.enter_context(
+                    two_nodes(free_port(), head_cpus=head, worker_cpus=max(1, args.cpus - head),
+                              worker_env=env)
+                )  # fmt: skip
+        rows, llm_tokens = sizes(args, base, kinds, server, cluster)
     print(
         f"\n{'size':>5} {'sessions':>8} {'storage':<7} {'stage':<11} {'local s':>8} {'ray s':>7} "
         f"{'ray/local':>9} {'local MB':>9} {'driver MB':>9} {'worker MB':>9} {'tasks':>6} "
-        f"{'workers':>7} {'ray start s':>11}"
+        f"{'workers':>7} {'nodes':>5} {'ray start s':>11}"
     )
     for mult, kind, local, remote in rows:
-        for name in ("replay", "judge-flow"):
+        for name in ("replay", "judge-flow", "pass"):
             lo, ra = local[name], remote[name]
             print(
                 f"{mult:>4}× {remote['sessions']:>8} {kind:<7} {name:<11} {lo['seconds']:8.1f} "
                 f"{ra['seconds']:7.1f} {ra['seconds'] / lo['seconds']:9.2f} "
-                f"{local['peak_mb']:9.0f} {remote['driver_mb']:9.0f} {ra['worker_mb']:9.0f} "
-                f"{ra['tasks']:>6} {ra['workers']:>7} {remote['ray_start_s']:11.1f}"
+                f"{local['peak_mb']:9.0f} {remote['driver_mb']:9.0f} "
+                f"{ra['worker_mb']:9.0f} {ra['tasks']:>6} {ra['workers']:>7} {ra['nodes']:>5} "
+                f"{remote['ray_start_s']:11.1f}"
             )
     print(
         "\n(seconds: in the process, start-up and imports left out; local MB: the local "
         "child and its workers; driver MB / worker MB: the Ray driver, the largest Ray worker; "
-        "s3: corpus and cases read from the S3 server, the run staged and uploaded)"
+        "s3: corpus, cases and runs on the S3 server, each task publishing its parts there; "
+        "pass: the flow judge's corpus pass alone, worker processes here against Ray tasks; "
+        f"ray on {'a two-node cluster' if cluster is not None else 'one machine'})"
     )
     # the estimate, from the largest size's task time per unit
     mult, _, local, remote = max(rows, key=lambda r: r[0])
@@ -301,7 +359,7 @@ def main() -> None:
 
 
 def sizes(
-    args: argparse.Namespace, base: Path, kinds: list[str], server: Any
+    args: argparse.Namespace, base: Path, kinds: list[str], server: Any, cluster: Any = None
 ) -> tuple[list[tuple[int, str, dict[str, Any], dict[str, Any]]], float]:
     """Every size, on every storage: (size, storage, local, ray), and the llm judge's mean
     prompt tokens per verdict (measured at the first size: it does not grow with the corpus)."""
@@ -319,12 +377,12 @@ def sizes(
             if store:
                 upload(root, store)
             local = child("local", root, args.cpus, args.policies, store)
-            remote = child("ray", root, args.cpus, args.policies, store)
+            remote = child("ray", root, args.cpus, args.policies, store, cluster)
             remote["sessions"] = sessions
             rows.append((mult, kind, local, remote))
             print(f"  {mult:>2}× {kind} done ({sessions} sessions)", file=sys.stderr, flush=True)
-        if not llm_tokens and (root / "run-local").is_dir():
-            llm_tokens = prompt_tokens(root / "run-local")
+        if not llm_tokens:
+            llm_tokens = prompt_tokens(local_copy(server, mult, root))
         if args.keep is None:
             shutil.rmtree(root)
     return rows, llm_tokens

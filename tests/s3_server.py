@@ -24,13 +24,14 @@ class S3:
         return "/".join([f"s3://{self.bucket}", *names])
 
     def keys(self, prefix: str = "") -> list[str]:
-        """Every object key under ``prefix`` (through boto3, not the code under test)."""
+        """Every object key under ``prefix`` (through boto3, not the code under test), but the
+        empty ``folder/`` markers pyarrow leaves where it deleted an object."""
         client = _client(self.endpoint)
         out: list[str] = []
         for page in client.get_paginator("list_objects_v2").paginate(
             Bucket=self.bucket, Prefix=prefix
         ):
-            out.extend(o["Key"] for o in page.get("Contents", []))
+            out.extend(o["Key"] for o in page.get("Contents", []) if not o["Key"].endswith("/"))
         return out
 
     def get(self, key: str) -> bytes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -274,3 +275,79 @@ def test_a_missing_or_wrong_location_is_one_line(both: Both) -> None:
         code=2,
     ).output
     assert "is a ctxreplay run, not a corpus" in out and SECRET_KEY not in out
+
+
+#: a process that dies (as if killed) between writing a temporary object and publishing it,
+#: the first time it would publish a path containing ``{where}``
+DIES_BEFORE_PUBLISHING = """
+import os
+from ctxreplay import storage
+from ctxreplay.engines.replay import run_replay
+
+real = storage._publish
+def publish(fs, tmp, path):
+    if {where!r} in path:
+        os._exit(9)
+    real(fs, tmp, path)
+storage._publish = publish
+run_replay({corpus!r}, {cases!r}, {policies!r}, {run!r}, workers=1, progress=False)
+"""
+
+
+@pytest.mark.parametrize("where", ["/figures/", "/done/"])
+def test_a_writer_killed_before_publishing_leaves_nothing_taken_for_a_part(
+    both: Both, where: str
+) -> None:
+    import subprocess
+    import sys
+
+    s3 = both.s3
+    prefix = f"killed{where.strip('/')}"
+    run = s3.uri(prefix)
+    script = DIES_BEFORE_PUBLISHING.format(
+        where=where, corpus=s3.uri("corpus"), cases=s3.uri("cases.parquet"),
+        policies=list(POLICIES), run=run,
+    )  # fmt: skip
+    died = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert died.returncode == 9, died.stderr
+    temps = [k for k in s3.keys(prefix + "/") if storage.is_temp(k)]
+    assert temps and all(where in f"/{k}" for k in temps)  # it was written, not published
+    # no reader takes it for a part: not listed, not copied, not a finished chunk
+    assert not any(storage.is_temp(n) for n in storage.list_files(run))
+    copy = _copy(run)
+    assert not any(storage.is_temp(p.name) for p in copy.rglob("*"))
+    assert not (copy / "done").exists()
+    if where == "/figures/":
+        assert Run(copy).table("figures").height == 0
+    # the re-run does the chunk, removes the dead writer's object (one written before it
+    # began: S3 keeps whole seconds), and equals the local run
+    time.sleep(2.1)
+    replay = ["replay", s3.uri("corpus"), "--cases", s3.uri("cases.parquet"), "-o", run]
+    out = cli(*replay, "--quiet", "--workers", "1", *[a for p in POLICIES for a in ("--policy", p)])
+    assert " 0 already done)" in out.output
+    assert not [k for k in s3.keys(prefix + "/") if storage.is_temp(k)]
+    for table in ("figures", "views", "done"):
+        mine = {k.split("/", 1)[1]: s3.get(k) for k in s3.keys(f"{prefix}/{table}/")}
+        theirs = {k.split("/", 1)[1]: s3.get(k) for k in s3.keys(f"run/{table}/")}
+        assert mine == theirs and mine, table
+
+
+def test_payloads_and_responses_are_kept_on_s3(both: Both) -> None:
+    """A task on another node archives payloads and caches model answers in the run on S3."""
+    from ctxreplay.llm.cache import ResponseCache
+    from ctxreplay.runs import SidecarStore
+
+    store = SidecarStore(both.s3.uri("kept/sidecar"))
+    ref = store.put(b"\x00exact bytes\xff")
+    assert store.put(b"\x00exact bytes\xff") == ref and ref in store
+    assert store.recover(ref) == store.recover(ref[: len("sha256:") + 16]) == b"\x00exact bytes\xff"
+    digest = ref.split(":")[1]
+    storage.write_bytes(both.s3.uri(f"kept/sidecar/{digest[:2]}/{digest}"), b"altered")
+    with pytest.raises(Exception, match="corrupt"):
+        store.recover(ref)
+    cache = ResponseCache(both.s3.uri("kept/llm-cache"))
+    cache.put("ab" * 32, {"text": "é"})
+    assert cache.get("ab" * 32) == {"text": "é"} and cache.get("cd" * 32) is None
+    assert len(cache) == 1 and both.s3.keys("kept/llm-cache/") == [
+        f"kept/llm-cache/ab/{'ab' * 32}.json"
+    ]

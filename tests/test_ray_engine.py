@@ -318,3 +318,23 @@ def test_sweep_command_on_ray(ray_cluster, synth_corpus, synth_cases, tmp_path) 
         runs[engine] = run
     assert files(runs["ray"]) == files(runs["local"]) != {}
     assert sorted_verdicts(runs["ray"], "flow").equals(sorted_verdicts(runs["local"], "flow"))
+
+
+def test_the_judges_corpus_pass_runs_as_ray_tasks(ray_cluster, synth_corpus, tmp_path) -> None:
+    """The flow judge's document frequencies counted block by block in Ray tasks (each reading
+    the corpus from where it is) equal those of the local worker processes."""
+    from ctxreplay.datasets.store import Corpus
+    from ctxreplay.engines.judge import ray_pass
+    from ctxreplay.judges.base import PASS_BLOCK, corpus_frequencies, corpus_pass, make_judge
+    from ctxreplay.judges.flow.judge import frequency_of
+
+    corpus = Corpus(synth_corpus)
+    local = corpus_frequencies(corpus, frequency_of, block=2)
+    with corpus_pass(ray_pass):
+        on_ray = corpus_frequencies(corpus, frequency_of, block=2)
+    assert on_ray == local and local[1] == 10 and len(local[0]) > 100
+    assert len(last_tasks) == 5  # ten sessions in blocks of two: one task each
+    flow = make_judge("flow")
+    with corpus_pass(ray_pass):
+        assert flow.corpus_state(corpus) == make_judge("flow").corpus_state(corpus)
+    assert len(last_tasks) == -(-10 // PASS_BLOCK)

@@ -76,14 +76,26 @@ def atomic_write_table(
 ) -> None:
     """One Parquet file (zstd) from rows of ``schema`` (each holding exactly its columns), or
     from a ready Arrow table."""
-    if isinstance(rows, pa.Table):
-        table = rows
-    elif schema is None:
-        table = pa.Table.from_pylist(list(rows))
-    else:
-        table = rows_table(list(rows), schema)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(_table(rows, schema), tmp, compression="zstd")
+
+
+def _table(rows: Sequence[Mapping[str, Any]] | pa.Table, schema: pa.Schema | None) -> pa.Table:
+    if isinstance(rows, pa.Table):
+        return rows
+    if schema is None:
+        return pa.Table.from_pylist(list(rows))
+    return rows_table(list(rows), schema)
+
+
+def parquet_bytes(
+    rows: Sequence[Mapping[str, Any]] | pa.Table, schema: pa.Schema | None
+) -> tuple[bytes, int]:
+    """What :func:`atomic_write_table` writes, in memory (for object storage), and its rows."""
+    table = _table(rows, schema)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue().to_pybytes(), table.num_rows
 
 
 def _alive(pid: int) -> bool:

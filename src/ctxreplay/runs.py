@@ -25,7 +25,9 @@ import hashlib
 import json
 import os
 import re
+import socket
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
@@ -34,12 +36,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import storage
 from .datasets.cases import materialise
 from .datasets.messages import Message
 from .datasets.rows import row_to_part
 from .datasets.store import Corpus, read_manifest
 from .errors import CtxreplayError
-from .files import atomic_write_bytes, atomic_write_table, atomic_write_text
+from .files import atomic_write_table, atomic_write_text
 from .judges.base import DEFAULT_JUDGE
 from .replay.sidecar import SidecarError
 from .replay.view import Archive
@@ -91,14 +94,14 @@ def part_problem(path: Path) -> str | None:
     return None
 
 
-def replay_repair(run: Path) -> str:
+def replay_repair(run: str | os.PathLike[str]) -> str:
     return (
         f"re-run `ctxreplay replay … -o {run}` with the same corpus, cases and policies: "
         "it redoes damaged parts"
     )
 
 
-def judge_repair(run: Path, judge: str | None = None) -> str:
+def judge_repair(run: str | os.PathLike[str], judge: str | None = None) -> str:
     which = f" --judge {judge}" if judge else ""
     return (
         f"re-run `ctxreplay judge {run}{which}`: it sets the damaged part aside and judges "
@@ -157,19 +160,37 @@ def cases_digest(case_ids: Iterable[str]) -> str:
     return h.hexdigest()[:16]
 
 
-def write_done(run: Path, label: str, index: int, attribution: dict[str, Any]) -> None:
+def write_done(
+    run: str | os.PathLike[str],
+    label: str,
+    index: int,
+    attribution: dict[str, Any],
+    parts: dict[str, tuple[int, int]],
+) -> None:
     """The done-marker of a (chunk, policy), written after its parts: each part's rows and
-    bytes, and ``attribution`` (what the parts were made from: policy, corpus, cases)."""
-    parts = {}
-    for t in TABLES:
-        path = chunk_path(run, t, label, index)
-        parts[t] = {
-            "file": path.name,
-            "rows": pq.read_metadata(path).num_rows,
-            "bytes": path.stat().st_size,
-        }
-    doc = {"kind": "ctxreplay-chunk", "chunk": index, **attribution, "parts": parts}
-    atomic_write_text(done_path(run, label, index), json.dumps(doc, indent=1, sort_keys=True))
+    bytes (``parts``: table → what ``storage.write_table`` returned), and ``attribution`` (what
+    the parts were made from: policy, corpus, cases). The run may be on object storage."""
+    name = f"chunk-{index:05d}"
+    doc = {
+        "kind": "ctxreplay-chunk",
+        "chunk": index,
+        **attribution,
+        "parts": {
+            t: {"file": f"{name}.parquet", "rows": rows, "bytes": size}
+            for t, (rows, size) in parts.items()
+        },
+    }
+    location = storage.join(run, DONE_DIR, slug(label), f"{name}.json")
+    storage.write_text(location, json.dumps(doc, indent=1, sort_keys=True))
+
+
+def write_chunk_part(
+    run: str | os.PathLike[str], table: str, label: str, index: int, rows: Sequence[Any]
+) -> tuple[int, int]:
+    """One replay part of a (chunk, policy), written atomically wherever the run is; its rows
+    and bytes, for the done-marker."""
+    location = storage.join(run, table, slug(label), f"chunk-{index:05d}.parquet")
+    return storage.write_table(location, rows, SCHEMAS[table])
 
 
 def read_done(run: Path, label: str, index: int) -> dict[str, Any] | None:
@@ -300,17 +321,36 @@ def read_table(
     return read_parts(parts, read, lambda: replay_repair(run))
 
 
+def require_reachable(location: str | os.PathLike[str]) -> None:
+    """In a task: the run folder it was given is there on this node, else one line saying
+    what to give instead (a task on a node that cannot see a local folder would write its
+    parts where nobody reads them)."""
+    if not storage.is_uri(location) and not storage.local_path(location).is_dir():
+        raise RunError(
+            f"the run folder {location} is not there on this node ({socket.gethostname()}): "
+            "with tasks on other nodes, give a folder every node sees (a shared file system) "
+            "or a URI (s3://bucket/run)"
+        )
+
+
+def run_manifest(location: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest of a run folder, local or on object storage, checked to be a run's."""
+    manifest: dict[str, Any] = read_manifest(storage.location(location), "run", RunError)
+    if not isinstance(manifest.get("policies"), dict):
+        where = storage.join(storage.location(location), "manifest.json")
+        raise DamagedRunError(
+            f"{storage.redact(str(where))} is damaged (no policies); {replay_repair(location)}"
+        )
+    return manifest
+
+
 class Run:
     """A run folder, read back."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.manifest: dict[str, Any] = read_manifest(self.path, "run", RunError)
+        self.manifest = run_manifest(self.path)
         self._checked: set[str] = set()
-        if not isinstance(self.manifest.get("policies"), dict):
-            raise DamagedRunError(
-                f"{self.path / 'manifest.json'} is damaged (no policies); {replay_repair(self.path)}"
-            )
 
     def check(self, labels: Iterable[str] | None = None) -> None:
         """Every part the done-markers of these policies (default: all) name is there, whole in
@@ -672,32 +712,34 @@ _REF = re.compile(r"^sha256:([0-9a-f]{16,64})$")
 
 
 class SidecarStore:
-    """Exact payloads of folded objects at ``RUN/sidecar/<2 hex>/<64 hex>``, addressed by sha256.
-    Refs are checked against a strict pattern, so no ref can name a path outside the store, and
-    every read re-hashes the bytes."""
+    """Exact payloads of folded objects at ``RUN/sidecar/<2 hex>/<64 hex>``, addressed by sha256,
+    in a local run or one on object storage (``root`` a URI: each payload read and published
+    there through ``storage``). Refs are checked against a strict pattern, so no ref can name a
+    path outside the store, and every read re-hashes the bytes."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
+        self.root = storage.location(root)
 
-    def _path(self, digest: str) -> Path:
-        return self.root / digest[:2] / digest
+    def _path(self, digest: str) -> str | Path:
+        return storage.join(self.root, digest[:2], digest)
 
     def put(self, payload: bytes) -> str:
         """Store ``payload`` (again, when the stored copy has another size: damaged)."""
         digest = hashlib.sha256(payload).hexdigest()
         path = self._path(digest)
-        try:
-            whole = path.stat().st_size == len(payload)
-        except OSError:
-            whole = False
-        if not whole:
-            atomic_write_bytes(path, payload)
+        if storage.size(path) != len(payload):
+            storage.write_bytes(path, payload)
         return f"sha256:{digest}"
 
     def put_all(self, archives: Iterable[Archive]) -> None:
-        for a in archives:
-            stored = self.put(a.payload)
-            if stored != a.ref:
+        """Store these archives' payloads, each checked against its ref; on object storage
+        several at a time (each one a round trip or three)."""
+        unique = {a.ref: a for a in archives}
+        threads = storage.TRANSFER_THREADS if isinstance(self.root, str) and len(unique) > 1 else 1
+        with ThreadPoolExecutor(threads) as pool:
+            stored = list(pool.map(lambda a: (a, self.put(a.payload)), unique.values()))
+        for a, ref in stored:
+            if ref != a.ref:
                 raise SidecarError(f"archive {a.object_id}: ref {a.ref} does not match its payload")
 
     def resolve(self, ref: str) -> str:
@@ -707,9 +749,9 @@ class SidecarStore:
         digest = m.group(1)
         if len(digest) == 64:
             return digest
-        folder = self.root / digest[:2]
-        matches = sorted(p.name for p in folder.glob(f"{digest}*")) if folder.exists() else []
-        matches = [x for x in matches if not x.startswith(".")]
+        folder = storage.join(self.root, digest[:2])
+        names = storage.list_files(folder) if storage.is_dir(folder) else []
+        matches = [x for x in names if x.startswith(digest) and "/" not in x]
         if len(matches) != 1:
             raise SidecarError(f"ref {ref} matches {len(matches)} payloads")
         return matches[0]
@@ -718,19 +760,21 @@ class SidecarStore:
         """The exact original bytes of a folded object; raises if missing or altered."""
         digest = self.resolve(ref)
         path = self._path(digest)
-        if not path.exists():
-            raise SidecarError(f"no payload for {ref} in {self.root} (file {path} missing)")
         try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise SidecarError(f"payload {ref} does not read ({path}: {e.strerror})") from None
+            data = storage.read_bytes(path)
+        except storage.StorageError as e:
+            if not storage.is_file(path):
+                raise SidecarError(
+                    f"no payload for {ref} in {self.root} (file {path} missing)"
+                ) from None
+            raise SidecarError(f"payload {ref} does not read ({e})") from None
         if hashlib.sha256(data).hexdigest() != digest:
             raise SidecarError(f"payload {ref} is corrupt: {path} no longer matches its sha256")
         return data
 
     def __contains__(self, ref: object) -> bool:
         try:
-            return isinstance(ref, str) and self._path(self.resolve(ref)).exists()
+            return isinstance(ref, str) and storage.is_file(self._path(self.resolve(ref)))
         except SidecarError:
             return False
 

@@ -7,13 +7,18 @@ endpoint and credentials come from the environment only (``AWS_ENDPOINT_URL_S3``
 ``AWS_REGION``/``AWS_DEFAULT_REGION``) and are never written anywhere: what is stored is the URI.
 
 Writes are atomic on both sides: locally a temporary file renamed into place
-(:mod:`ctxreplay.files`), on object storage one PUT (or one completed multipart upload), which
-readers see whole or not at all.
+(:mod:`ctxreplay.files`), on object storage an object written under a temporary key
+(``.NAME.<random>.tmp``, which no listing here returns) and then published under its name, so a
+writer killed in between leaves nothing a reader takes for a file.
 
-Stages that work on folders (import, replay, judge) work on a local copy, :class:`Staged`: the
-prefix is downloaded, the stage runs on it unchanged, and new or changed files are uploaded
-(files removed locally are deleted remotely). Read-only corpora are copied once per content into
-the cache (:func:`cached_copy`), keyed by their manifest's hash.
+A run on object storage is written by its tasks directly, each part published as it is made
+(:func:`write_bytes`, :func:`write_table`), wherever the task runs; the command that drives the
+run works on a :class:`Mirror` of what it reads (not the payloads, responses and call logs the
+tasks alone read or write) and publishes what it writes itself (the manifest). Other commands on
+folders work on a local copy, :class:`Staged`: the prefix is downloaded, the stage runs on it
+unchanged, and new or changed files are uploaded (files removed locally are deleted remotely).
+Read-only corpora are copied once per content into the cache (:func:`cached_copy`), keyed by
+their manifest's hash.
 """
 
 from __future__ import annotations
@@ -25,17 +30,21 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 from urllib.parse import urlsplit
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from .errors import CtxreplayError
-from .files import TMP_SUFFIX, atomic_write_bytes, cache_dir
+from .files import TMP_SUFFIX, atomic_write_bytes, atomic_write_table, cache_dir, parquet_bytes
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 
@@ -163,6 +172,8 @@ def exists(location: str | os.PathLike[str]) -> bool:
 
 
 def is_file(location: str | os.PathLike[str]) -> bool:
+    if not is_uri(location):
+        return local_path(location).is_file()
     return bool(_info(location).type == pafs.FileType.File)
 
 
@@ -179,7 +190,30 @@ def list_files(location: str | os.PathLike[str]) -> list[str]:
         infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
     except OSError as e:
         raise StorageError(f"cannot list {redact(str(location))}: {_gist(e)}") from None
-    return sorted(i.path[len(root) :].lstrip("/") for i in infos if i.type == pafs.FileType.File)
+    return sorted(
+        rel
+        for i in infos
+        if i.type == pafs.FileType.File and not is_temp(rel := i.path[len(root) :].lstrip("/"))
+    )
+
+
+def is_temp(name: str) -> bool:
+    """Whether a file name (or relative path) is a temporary file of an unfinished write, here
+    or in :mod:`ctxreplay.files`: never a file for a reader."""
+    base = name.rsplit("/", 1)[-1]
+    return base.startswith(".") and base.endswith(TMP_SUFFIX)
+
+
+def size(location: str | os.PathLike[str]) -> int | None:
+    """A file's size in bytes; None when there is no file."""
+    if not is_uri(location):
+        try:
+            st = os.stat(local_path(location))
+        except OSError:
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+    info = _info(location)
+    return int(info.size) if info.type == pafs.FileType.File and info.size is not None else None
 
 
 def read_bytes(location: str | os.PathLike[str]) -> bytes:
@@ -196,16 +230,81 @@ def read_text(location: str | os.PathLike[str]) -> str:
 
 
 def write_bytes(location: str | os.PathLike[str], data: bytes) -> None:
-    """Write a whole file atomically: locally temp + rename; on object storage one PUT."""
+    """Write a whole file atomically: locally temp + rename; on object storage under a
+    temporary key, then published under its own (:func:`_publish`)."""
     if not is_uri(location):
         atomic_write_bytes(local_path(location), data)
         return
     fs, path = resolve(location)
+    parent, _, name = path.rpartition("/")
+    tmp = f"{parent}/.{name}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}"
     try:
-        with fs.open_output_stream(path) as f:
+        with fs.open_output_stream(tmp) as f:
             f.write(data)
+        _publish(fs, tmp, path)
     except OSError as e:
+        with contextlib.suppress(OSError):
+            fs.delete_file(tmp)
         raise StorageError(f"cannot write {redact(str(location))}: {_gist(e)}") from None
+
+
+def _publish(fs: pafs.FileSystem, tmp: str, path: str) -> None:
+    """A written temporary object under its name (on S3 a server-side copy, then the temporary
+    one deleted): readers see the whole object or none."""
+    fs.move(tmp, path)
+
+
+def write_table(
+    location: str | os.PathLike[str],
+    rows: Sequence[Mapping[str, Any]] | pa.Table,
+    schema: pa.Schema | None,
+) -> tuple[int, int]:
+    """One Parquet part (``files.atomic_write_table``'s bytes) written atomically wherever it
+    goes; its (rows, bytes)."""
+    if not is_uri(location):
+        path = local_path(location)
+        atomic_write_table(rows, schema, path)
+        return pq.read_metadata(path).num_rows, path.stat().st_size
+    data, n = parquet_bytes(rows, schema)
+    write_bytes(location, data)
+    return n, len(data)
+
+
+def read_parquet(
+    location: str | os.PathLike[str], columns: Sequence[str] | None = None
+) -> pa.Table:
+    """A Parquet file, local or remote (only ``columns``, those it has, when given)."""
+    if not is_uri(location):
+        file = pq.ParquetFile(local_path(location))
+    else:
+        fs, path = resolve(location)
+        file = pq.ParquetFile(fs.open_input_file(path))
+    if columns is not None:
+        names = set(file.schema_arrow.names)
+        columns = [c for c in columns if c in names]
+    return file.read(columns=columns)
+
+
+def remove_stale_temps(location: str, started: float) -> int:
+    """Remove the temporary objects under a remote folder that writers killed before
+    ``started`` left (one whose writer lives is younger); how many."""
+    fs, root = resolve(location)
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    except OSError as e:
+        raise StorageError(f"cannot list {redact(location)}: {_gist(e)}") from None
+    stale = [
+        i.path
+        for i in infos
+        if i.type == pafs.FileType.File
+        and is_temp(i.path)
+        and i.mtime is not None
+        and i.mtime.timestamp() < started - 1  # whole seconds on S3
+    ]
+    for path in stale:
+        with contextlib.suppress(OSError):
+            fs.delete_file(path)
+    return len(stale)
 
 
 def write_text(location: str | os.PathLike[str], text: str) -> None:
@@ -377,6 +476,94 @@ class Staged:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: the folders of a run that only its tasks read and write: archived payloads, model responses,
+#: call logs (a :class:`Mirror` leaves them on the store)
+TASK_FOLDERS = ("sidecar", "llm-cache", "calls")
+
+
+class Mirror(Staged):
+    """A run on object storage as the command that drives it sees it: a local copy of every
+    file but those under ``TASK_FOLDERS``, refreshed by :meth:`pull` (after tasks published
+    their parts), and the command's own writes — the manifest, the judge's state, a part it
+    rewrote or set aside — published by :meth:`push` (before tasks are handed out, and at the
+    end). It is a cache: everything of the run is on the store, and any node rebuilds it.
+    A local run is used in place (``path`` is it; pull and push do nothing)."""
+
+    def __init__(self, location: str | os.PathLike[str]) -> None:
+        super().__init__(location, fetch=False)
+        #: relative path → (size, mtime) of the remote files as last pulled or pushed
+        self._remote: dict[str, tuple[int, float]] = {}
+        if self.remote:
+            self.path.mkdir(parents=True)
+            self.pull()
+
+    def _listing(self) -> dict[str, tuple[int, float]]:
+        fs, root = resolve(self.location)
+        try:
+            infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+        except OSError as e:
+            raise StorageError(f"cannot list {redact(str(self.location))}: {_gist(e)}") from None
+        out = {}
+        for i in infos:
+            rel = i.path[len(root) :].lstrip("/")
+            if i.type != pafs.FileType.File or is_temp(rel) or rel.split("/", 1)[0] in TASK_FOLDERS:
+                continue
+            out[rel] = (int(i.size or 0), i.mtime.timestamp() if i.mtime else 0.0)
+        return out
+
+    def pull(self, only: Sequence[str] | None = None) -> int:
+        """Download what is new or changed on the store since the last pull; remove what is
+        gone from it. ``only``: these top folders alone (what the command reads next; the
+        others stay as they were). Returns the files downloaded."""
+        if not self.remote:
+            return 0
+        now = self._listing()
+        if only is not None:
+            kept = {n: st for n, st in self._remote.items() if n.split("/", 1)[0] not in only}
+            now = {**kept, **{n: st for n, st in now.items() if n.split("/", 1)[0] in only}}
+        fetch = [n for n, st in now.items() if self._remote.get(n) != st]
+        fs, root = resolve(self.location)
+        for d in {(self.path / n).parent for n in fetch}:
+            d.mkdir(parents=True, exist_ok=True)
+        local = pafs.LocalFileSystem()
+        with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
+            list(pool.map(lambda n: _copy(f"{root}/{n}", str(self.path / n), fs, local), fetch))
+        for n in set(self._remote) - set(now):
+            with contextlib.suppress(FileNotFoundError):
+                (self.path / n).unlink()
+        self._remote = now
+        self._before = snapshot(self.path)
+        return len(fetch)
+
+    def push(self) -> int:
+        """Publish what the command wrote or removed in the copy since the last pull or push
+        (each file atomically, :func:`write_bytes`). Returns the files published."""
+        if not self.remote:
+            return 0
+        self._relocate()
+        now = snapshot(self.path)
+        changed = sorted(n for n, st in now.items() if self._before.get(n) != st)
+        for n in changed:
+            write_bytes(join(self.location, n), (self.path / n).read_bytes())
+        for n in sorted(set(self._before) - set(now)):
+            delete(join(self.location, n))
+        self._before = now
+        if changed:
+            listed = self._listing()
+            self._remote.update({n: listed[n] for n in changed if n in listed})
+        return len(changed)
+
+    def close(self, *, upload_changes: bool = True) -> None:
+        if self._tmp is None:
+            return
+        try:
+            if upload_changes:
+                self.push()
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
 
 @contextlib.contextmanager

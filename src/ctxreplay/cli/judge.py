@@ -24,14 +24,14 @@ def judges_cmd() -> None:
 
 
 @main.command("judge")
-@folder("run")
+@folder("run", remote="native")
 @judge(help="The judge.")
 @judging
 @workers
 @engine
 @quiet
 def judge_cmd(
-    run: Path,
+    run: Path | str,
     judge: str,
     policy: tuple[str, ...],
     base_url: str | None,

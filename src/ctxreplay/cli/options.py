@@ -182,12 +182,12 @@ def _check_kind(
         if value is not None:
             from ..datasets.cases import cases_file_of, check_cases_file
             from ..datasets.store import Corpus
-            from ..runs import Run
+            from ..runs import Run, run_manifest
 
             if kind == "corpus":
                 Corpus(value)
             elif kind == "run":
-                Run(value)
+                Run(value) if isinstance(value, Path) else run_manifest(value)
             else:
                 if isinstance(value, Path):
                     check_cases_file(value if value.is_file() else value / "cases.parquet")
@@ -198,13 +198,14 @@ def _check_kind(
     return check
 
 
-def folder(kind: str) -> Callable[[F], F]:
+def folder(kind: str, remote: Remote | None = None) -> Callable[[F], F]:
     """The positional ``corpus`` or ``run`` argument, checked to be one. A corpus URI is passed
     on (``Corpus`` reads it); a run URI is staged: the command works on a local copy whose new
-    and changed files are uploaded when it ends."""
+    and changed files are uploaded when it ends (``remote="native"``: the command reads and
+    writes the URI itself)."""
     return click.argument(
         kind,
-        type=Location(exists=True, remote="native" if kind == "corpus" else "stage"),
+        type=Location(exists=True, remote=remote or ("native" if kind == "corpus" else "stage")),
         callback=_check_kind(kind),
     )
 

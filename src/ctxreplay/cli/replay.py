@@ -27,7 +27,7 @@ def policies_cmd() -> None:
 @folder("corpus")
 @cases
 @option("--policy", multiple=True, required=True, help="name[:key=value,...] (repeatable).")
-@out("Run folder.")
+@out("Run folder (or URI: its tasks write there, wherever they run).", remote="native")
 @workers
 @engine
 @tariff
@@ -36,7 +36,7 @@ def replay_cmd(
     corpus: Path,
     cases: Path,
     policy: tuple[str, ...],
-    out: Path,
+    out: Path | str,
     workers: int,
     engine: str,
     ray_address: str | None,

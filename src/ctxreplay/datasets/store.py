@@ -819,27 +819,29 @@ MAKE = {
 
 
 def read_manifest(
-    path: Path, kind: str, error: type[CtxreplayError] = CtxreplayError
+    path: str | Path, kind: str, error: type[CtxreplayError] = CtxreplayError
 ) -> dict[str, Any]:
-    """The manifest of a ``kind`` folder ("corpus" or "run"), or ``error`` saying what the path
-    is instead and how to make the right thing."""
-    manifest = path / "manifest.json"
-    if path.is_file():
-        raise error(f"{path} is a file, not a {kind} folder; {MAKE[kind]}")
-    if not manifest.is_file():
-        raise error(f"{path} is not a ctxreplay {kind} (no manifest.json); {MAKE[kind]}")
+    """The manifest of a ``kind`` folder ("corpus" or "run"), local or on object storage, or
+    ``error`` saying what the path is instead and how to make the right thing."""
+    manifest = storage.join(path, "manifest.json")
+    shown = storage.redact(str(path))
+    if storage.is_file(path):
+        raise error(f"{shown} is a file, not a {kind} folder; {MAKE[kind]}")
+    if not storage.is_file(manifest):
+        raise error(f"{shown} is not a ctxreplay {kind} (no manifest.json); {MAKE[kind]}")
     try:
-        doc = json.loads(manifest.read_text())
-    except (OSError, ValueError) as e:
+        doc = json.loads(storage.read_text(manifest))
+    except (OSError, ValueError, storage.StorageError) as e:
         raise error(
-            f"{manifest} is damaged ({e}); re-run the command that made this {kind}"
+            f"{storage.redact(str(manifest))} is damaged ({e}); re-run the command that made "
+            f"this {kind}"
         ) from None
     found = KINDS.get(doc.get("kind", "")) if isinstance(doc, dict) else None
     if found is None:
-        raise error(f"{manifest} is not a ctxreplay manifest; {MAKE[kind]}")
+        raise error(f"{storage.redact(str(manifest))} is not a ctxreplay manifest; {MAKE[kind]}")
     if found != kind:
         hint = f" (its corpus is {doc['corpus_path']})" if found == "run" else ""
-        raise error(f"{path} is a ctxreplay {found}, not a {kind}{hint}; {MAKE[kind]}")
+        raise error(f"{shown} is a ctxreplay {found}, not a {kind}{hint}; {MAKE[kind]}")
     return doc
 
 

@@ -26,21 +26,30 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, cast, overload
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from .. import storage
 from ..datasets.cases import materialise, read_cases
 from ..datasets.messages import Message
 from ..datasets.tokenizer import CountCache, get_tokenizer
 from ..errors import CtxreplayError
-from ..files import atomic_write_table, atomic_write_text, remove_stale_temps
-from ..judges.base import DEFAULT_JUDGE, Judge, JudgeInput, Verdict, judges, make_judge
+from ..files import atomic_write_text, remove_stale_temps
+from ..judges.base import (
+    DEFAULT_JUDGE,
+    Judge,
+    JudgeInput,
+    Verdict,
+    corpus_pass,
+    judges,
+    make_judge,
+)
 from ..llm.completion import EndpointUnreachable, is_transient
 from ..llm.endpoint import EndpointParams, in_run
 from ..replay.objects import build_index
@@ -52,6 +61,7 @@ from ..runs import (
     DamagedRunError,
     Run,
     SidecarStore,
+    cases_digest,
     drop_verdicts,
     part_problem,
     query_verdicts,
@@ -59,6 +69,8 @@ from ..runs import (
     read_verdicts,
     renew_verdicts,
     replay_repair,
+    require_reachable,
+    run_manifest,
     set_aside_damaged_verdicts,
     slug,
     view_messages,
@@ -97,8 +109,9 @@ def verdict_row(run: str, item: JudgeInput, judge: Judge, v: Verdict) -> Verdict
     }
 
 
-def corpus_state(run: Run, judge: Judge) -> Any:
-    """The judge's corpus-level state, computed once per corpus and kept in the run folder."""
+def corpus_state(run: Run, judge: Judge, engine: str = "local", address: str | None = None) -> Any:
+    """The judge's corpus-level state, computed once per corpus and kept in the run folder;
+    with ``engine="ray"`` its corpus pass runs as Ray tasks (``judges.base.corpus_pass``)."""
     path = run.path / "judge-state" / f"{slug(judge.label)}.json"
     fingerprint = run.corpus.fingerprint()
     if path.exists():
@@ -108,7 +121,9 @@ def corpus_state(run: Run, judge: Judge) -> Any:
             saved = None
         if isinstance(saved, dict) and saved.get("corpus_fingerprint") == fingerprint:
             return saved.get("state")
-    state = judge.corpus_state(run.corpus)
+    runner = partial(ray_pass, address=address) if engine == "ray" else None
+    with corpus_pass(runner):
+        state = judge.corpus_state(run.corpus)
     try:
         text = json.dumps({"corpus_fingerprint": fingerprint, "state": state}, sort_keys=True)
     except TypeError:  # not JSON: recompute next time
@@ -117,12 +132,38 @@ def corpus_state(run: Run, judge: Judge) -> Any:
     return state
 
 
-def _write_part(rows: Sequence[Mapping[str, Any]], folder: Path) -> None:
-    """A new part file per batch (never overwritten), written atomically."""
+def ray_pass(
+    fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], address: str | None = None
+) -> Iterator[tuple[int, Any]]:
+    """A corpus pass's blocks as Ray tasks, spread over the cluster: (call index, result) as
+    each finishes (``judges.base.PassRunner``)."""
+    indexed = [(i, *call) for i, call in enumerate(calls)]
+    yield from run_chunks(_indexed, indexed, engine="ray", address=address, shared=(fn,))
+
+
+def _indexed(fn: Callable[..., Any], i: int, *args: Any) -> tuple[int, Any]:
+    return i, fn(*args)
+
+
+def _write_part(
+    rows: Sequence[Mapping[str, Any]], folder: str | Path, name: str | None = None
+) -> None:
+    """A new part file per batch (never overwritten: ``name`` unique unless given), written
+    atomically, in a local run or on object storage."""
     if rows:
-        atomic_write_table(
-            rows, VERDICTS, folder / f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
-        )
+        name = name or f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+        storage.write_table(storage.join(folder, f"{name}.parquet"), rows, VERDICTS)
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """Where a judge's workers and tasks find a run: its folder or URI (they read its views
+    and archived payloads there, and write their verdicts there), its corpus, and its name
+    (the verdicts' ``run`` column)."""
+
+    location: str
+    corpus: str
+    name: str
 
 
 # --- building judge inputs -----------------------------------------------------------------
@@ -179,20 +220,23 @@ def _archives(row: dict[str, Any], sidecar: SidecarStore) -> tuple[tuple[Archive
         )
 
 
-def _part_paths(run: Path, table: str, label: str, names: Sequence[str]) -> list[Path]:
+def _part_paths(run: str | Path, table: str, label: str, names: Sequence[str]) -> list[str | Path]:
     """The parts of ``table`` named like the figures parts that list a chunk's pairs (the
     replay writes a chunk's tables under one name); every part of the policy if one is not
-    there."""
-    folder = run / table / slug(label)
-    paths = [folder / name for name in names]
-    if all(path.is_file() for path in paths):
+    there. The run may be on object storage."""
+    folder = storage.join(run, table, slug(label))
+    paths = [storage.join(folder, name) for name in names]
+    if all(storage.is_file(path) for path in paths):
         return paths
-    return sorted(folder.glob("*.parquet"))
+    if isinstance(folder, Path):
+        return sorted(folder.glob("*.parquet"))
+    found = storage.list_files(folder)
+    return [storage.join(folder, n) for n in found if n.endswith(".parquet") and "/" not in n]
 
 
 def _part_rows(
-    run: Path,
-    paths: Sequence[Path],
+    run: str | Path,
+    paths: Sequence[str | Path],
     ids: set[str],
     keep: Any = None,
     columns: Sequence[str] | None = None,
@@ -205,25 +249,34 @@ def _part_rows(
     tables = []
     for path in paths:
         try:
-            if columns is None:
-                table = pq.read_table(path)
-            else:
-                names = set(pq.read_schema(path).names)
-                table = pq.read_table(
-                    path, columns=[c for c in ("case_id", *columns) if c in names]
-                )
-        except READ_ERRORS:
-            problem = part_problem(path) if path.is_file() else "missing"
+            table = storage.read_parquet(path, None if columns is None else ("case_id", *columns))
+        except PART_ERRORS:
+            problem = _read_problem(path)
             if problem is None:
                 raise  # it reads on its own: not damage but a bug, with its traceback
             raise DamagedRunError(
-                f"part {path} is damaged ({problem}); {replay_repair(run)}"
+                f"part {storage.redact(str(path))} is damaged ({problem}); {replay_repair(run)}"
             ) from None
         mask = pc.is_in(table["case_id"], value_set=wanted)
         if keep is not None:
             mask = pc.and_(mask, keep(table))
         tables.append(table.filter(mask))
     return pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
+
+
+#: what reading a replay part raises when it is damaged, here or on object storage
+PART_ERRORS: tuple[type[BaseException], ...] = (*READ_ERRORS, storage.StorageError)
+
+
+def _read_problem(path: str | Path) -> str | None:
+    """Why a part cannot be read (None: it reads whole), local or on object storage."""
+    if isinstance(path, Path):
+        return part_problem(path) if path.is_file() else "missing"
+    try:
+        storage.read_parquet(path)
+    except PART_ERRORS as e:
+        return str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+    return None
 
 
 #: what the judge reads of the views and decisions parts
@@ -261,7 +314,7 @@ def _view_rows(table: pa.Table) -> list[dict[str, Any]]:
     return rows
 
 
-def load_views(run: Path, chunk: JudgeChunk) -> tuple[Views, Actions]:
+def load_views(run: str | Path, chunk: JudgeChunk) -> tuple[Views, Actions]:
     """The views rows and committed actions of a chunk's pairs, from the parts that hold them."""
     wanted: dict[str, set[str]] = {}
     for w in chunk.works:
@@ -348,7 +401,7 @@ def inputs_for(
 
 
 def chunk_inputs(
-    run: Path,
+    run: str | Path,
     corpus: Any,
     sidecar: SidecarStore,
     chunk: JudgeChunk,
@@ -391,18 +444,16 @@ def _worker_judge(spec: dict[str, Any], state: Any) -> Judge:
     return judge
 
 
-def _judge_chunk(
-    judge: Judge, run_path: str, corpus_path: str, chunk: JudgeChunk
-) -> list[VerdictRow]:
-    """Judge every input of a chunk with a deterministic judge (in a worker or this process)."""
+def _judge_chunk(judge: Judge, source: RunSource, chunk: JudgeChunk) -> list[VerdictRow]:
+    """Judge every input of a chunk with a deterministic judge (in a worker, a task or this
+    process)."""
     from ..datasets.store import Corpus
 
-    run = Path(run_path)
-    sidecar = SidecarStore(run / "sidecar")
+    run = storage.location(source.location)
     inputs = chunk_inputs(
         run,
-        Corpus(corpus_path),
-        sidecar,
+        Corpus(source.corpus),
+        SidecarStore(storage.join(run, "sidecar")),
         chunk,
         judge.reads_token_counts,
         judge.reads_session_tools,
@@ -412,7 +463,7 @@ def _judge_chunk(
         for items in inputs:
             judge.begin_session([item for item, _ in items])
             rows.extend(
-                verdict_row(run.name, item, judge, judge_one(judge, item, problem))
+                verdict_row(source.name, item, judge, judge_one(judge, item, problem))
                 for item, problem in items
             )
             judge.end_session()
@@ -673,13 +724,50 @@ def run_judge(
 
     check_engine(engine, ray_address)
     started = time.perf_counter()
-    run = Run(run_path)
+    run_manifest(run_path)  # a run, before anything is copied
+    # a run on object storage: tasks read it and publish their verdicts there, wherever they
+    # run; this process works on a mirror of what it reads (not views' payloads or responses)
+    mirror = storage.Mirror(run_path)
+    try:
+        return _judge_run(
+            mirror, spec, started, policies=policies, workers=workers, limit=limit,
+            progress=progress, overrides=overrides, flush_every=flush_every,
+            retry_unscored=retry_unscored, chunk_cases=chunk_cases, engine=engine,
+            ray_address=ray_address,
+        )  # fmt: skip
+    finally:
+        mirror.close()
+
+
+def _judge_run(
+    mirror: storage.Mirror,
+    spec: str | Judge,
+    started: float,
+    *,
+    policies: Sequence[str] | None,
+    workers: int,
+    limit: int | None,
+    progress: bool,
+    overrides: dict[str, str] | None,
+    flush_every: int,
+    retry_unscored: bool,
+    chunk_cases: int | None,
+    engine: str,
+    ray_address: str | None,
+) -> JudgeSummary:
+    run = Run(mirror.path)
+    #: where the run is for what tasks (and this process) read and write there
+    where = str(mirror.location) if mirror.remote else str(run.path)
     remove_stale_temps(run.path)  # what killed writers left; never another live process's
+    if mirror.remote:
+        storage.remove_stale_temps(
+            where, time.time() - (time.perf_counter() - started)
+        )  # left before this run began
     judge = make_judge(spec, **(overrides or {}))
     if isinstance(judge.params, EndpointParams):
         # a model judge logs its calls in the run (RUN/calls/) and, with cache_dir=auto, keeps
         # its own response cache there: a killed run resumes from it without paying twice
-        judge = type(judge)(in_run(judge.params, run.path))
+        judge = type(judge)(in_run(judge.params, where))
     summary = JudgeSummary(judge.label)
     summary.set_aside = set_aside_damaged_verdicts(run.path, judge.label)
     summary.renewed = renew_verdicts(run.path, judge.label, judge.inputs_fingerprint())
@@ -698,11 +786,12 @@ def run_judge(
     again = set(chunks.pair_keys().iter_rows()) & retried if retried else set()
     total = chunks.pairs
     bar = tqdm(total=total, unit="verdict", desc=f"judge {judge.name}", disable=not progress)
+    parts = storage.join(storage.location(where), "verdicts", slug(judge.label))
 
     def record(rows: Iterable[Mapping[str, Any]], write: bool = True) -> None:
         rows = list(rows)
         if write:  # (a Ray task writes its own parts)
-            _write_part(rows, folder)
+            _write_part(rows, parts)
         for r in rows:
             summary.judged += 1
             summary.labels[r["label"]] += 1
@@ -714,16 +803,21 @@ def run_judge(
         bar.update(len(rows))
 
     if total:
+        state = corpus_state(run, judge, engine, ray_address)
+        mirror.push()  # set-asides, renewed parts, the judge's state: before any new verdict
+        source = RunSource(where, run.manifest["corpus_path"], run.path.name)
         if engine == "ray":
             _run_ray(
-                run, judge, chunks, lambda rows: record(rows, write=False), flush_every, ray_address
-            )
+                source, judge, chunks, lambda rows: record(rows, write=False), flush_every,
+                ray_address, state,
+            )  # fmt: skip
         elif judge.concurrent:
-            _run_threaded(run, judge, chunks, record, flush_every, corpus_state(run, judge))
+            _run_threaded(source, judge, chunks, record, flush_every, state)
         else:
-            _run_processes(run, judge, chunks, record, workers)
+            _run_processes(source, judge, chunks, record, workers, state)
     bar.close()
     judge.close()
+    mirror.pull(["verdicts"])  # the verdicts published
     if again:  # the new rows are written: the old ones go
         drop_verdicts(earlier, again)
         summary.retried = len(again)
@@ -765,28 +859,28 @@ def retryable_pairs(run_path: Path, judge_label: str) -> pl.DataFrame:
 
 
 def _run_processes(
-    run: Run,
+    source: RunSource,
     judge: Judge,
     chunks: ChunkPlan,
     record: Callable[[Iterable[Mapping[str, Any]]], None],
     workers: int,
+    state: Any,
 ) -> None:
     """Chunks judged by worker processes (or this one: ``executor.run_chunks``), each worker
     building the judge once with its corpus state; the largest chunks first, each chunk's
     verdicts written when it is done."""
-    paths = (str(run.path), str(run.corpus.path))
     for rows in run_chunks(
         _judge_chunk,
-        [(*paths, chunks[i]) for i in chunks.most_work_first()],
+        [(source, chunks[i]) for i in chunks.most_work_first()],
         workers=workers,
-        shared=(judge.describe(), corpus_state(run, judge)),
+        shared=(judge.describe(), state),
         setup=_worker_judge,
     ):
         record(rows)
 
 
 def _run_threaded(
-    run: Run,
+    source: RunSource,
     judge: Judge,
     chunks: Sequence[JudgeChunk],
     record: Callable[[Iterable[Mapping[str, Any]]], None],
@@ -794,19 +888,19 @@ def _run_threaded(
     state: Any,
 ) -> None:
     """A model judge's chunks, its calls made in threads; ``state``: its corpus state."""
-    corpus = run.corpus
+    from ..datasets.store import Corpus
+
+    corpus = Corpus(source.corpus)
     judge.use_state(state)
-    sidecar = SidecarStore(run.path / "sidecar")
-    name = run.path.name
+    run = storage.location(source.location)
+    sidecar = SidecarStore(storage.join(run, "sidecar"))
     concurrency = int(getattr(judge.params, "concurrency", 4) or 4)
     pending: list[VerdictRow] = []
     counts = judge.reads_token_counts
     sessions = (
         items
         for chunk in chunks
-        for items in chunk_inputs(
-            run.path, corpus, sidecar, chunk, counts, judge.reads_session_tools
-        )
+        for items in chunk_inputs(run, corpus, sidecar, chunk, counts, judge.reads_session_tools)
     )
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         for items in sessions:
@@ -821,7 +915,7 @@ def _run_threaded(
                 except EndpointUnreachable:
                     record(pending)  # keep what was judged: a re-run resumes after it
                     raise
-                pending.append(verdict_row(name, item, judge, verdict))
+                pending.append(verdict_row(source.name, item, judge, verdict))
                 if len(pending) >= flush_every:
                     record(pending)
                     pending = []
@@ -836,47 +930,51 @@ TALLY = ("label", "unscored_reason", "usd", "cache_hit", "calls")
 
 
 def _run_ray(
-    run: Run,
+    source: RunSource,
     judge: Judge,
     chunks: Sequence[JudgeChunk],
     record: Callable[[Iterable[Mapping[str, Any]]], None],
     flush_every: int,
     address: str | None,
+    state: Any,
 ) -> None:
-    """Each chunk a Ray task (:mod:`.ray_engine`) that judges it and writes its verdict parts
-    itself, as the local engine would; a model judge's calls are held to the endpoint's limit
-    across the cluster. The corpus state is computed once, here, and shared."""
-    state = corpus_state(run, judge)
-    shared = (str(run.path), str(run.corpus.path), judge.describe(), state, flush_every)
+    """Each chunk a Ray task (:mod:`.ray_engine`) that judges it and writes its verdict part
+    itself, into the run wherever it is; a model judge's calls are held to the endpoint's limit
+    across the cluster. ``state``: the corpus state, computed once and shared."""
+    shared = (source, judge.describe(), state, flush_every)
     calls = [(chunk,) for chunk in chunks]
     for rows in run_chunks(_judge_task, calls, engine="ray", address=address, shared=shared):
         record(rows)
 
 
+def chunk_part_name(chunk: JudgeChunk) -> str:
+    """The verdict part of a Ray task's chunk, named by its pairs: a task Ray runs again (its
+    worker died after publishing) writes the same part again, never a second copy."""
+    keys = (f"{policy}\0{case_id}" for w in chunk.works for case_id, policy, _ in w.pairs)
+    return f"part-chunk-{cases_digest(keys)}"
+
+
 def _judge_task(
-    run_path: str,
-    corpus_path: str,
+    source: RunSource,
     spec: dict[str, Any],
     state: Any,
     flush_every: int,
     chunk: JudgeChunk,
 ) -> list[dict[str, Any]]:
     """A Ray task: judge one chunk as the local engine does (a deterministic judge as a process
-    worker would, a model judge in threads), write its verdict parts; what the summary counts."""
+    worker would, a model judge in threads), write its verdict part; what the summary counts."""
+    require_reachable(source.location)
     judge = judges.rebuild(spec)
-    folder = Path(run_path) / "verdicts" / slug(judge.label)
-    tally: list[dict[str, Any]] = []
-
-    def write(rows: Iterable[Mapping[str, Any]]) -> None:
-        rows = list(rows)
-        _write_part(rows, folder)
-        tally.extend({k: r[k] for k in TALLY} for r in rows)
-
-    if judge.concurrent:
-        try:
-            _run_threaded(Run(run_path), judge, [chunk], write, flush_every, state)
-        finally:
-            judge.close()
-    else:
-        write(_judge_chunk(_worker_judge(spec, state), run_path, corpus_path, chunk))
-    return tally
+    rows: list[Mapping[str, Any]] = []
+    folder = storage.join(storage.location(source.location), "verdicts", slug(judge.label))
+    try:
+        if judge.concurrent:
+            try:
+                _run_threaded(source, judge, [chunk], rows.extend, flush_every, state)
+            finally:
+                judge.close()
+        else:
+            rows.extend(_judge_chunk(_worker_judge(spec, state), source, chunk))
+    finally:  # what was judged is kept (a dead endpoint): a re-run judges the rest
+        _write_part(rows, folder, chunk_part_name(chunk))
+    return [{k: r[k] for k in TALLY} for r in rows]

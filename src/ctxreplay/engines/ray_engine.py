@@ -16,6 +16,7 @@ cluster_limiter`): one actor per (run, endpoint), removed when the run ends.
 
 from __future__ import annotations
 
+import logging
 import os
 import resource
 import socket
@@ -80,11 +81,11 @@ def connect(address: str | None = None) -> Any:
     if not ray.is_initialized():
         if address:
             try:
-                ray.init(address=address, log_to_driver=False)
+                ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
             except ConnectionError as e:  # ``auto`` with no cluster on this node, say
                 raise RayEngineError(f"cannot join the Ray cluster at {address}: {e}") from None
         else:
-            ray.init(include_dashboard=False, log_to_driver=False)
+            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     return ray
 
 
@@ -97,6 +98,7 @@ class TaskInfo:
     started: float  # wall-clock seconds since the epoch
     seconds: float
     max_rss_mb: float  # the worker process's peak resident memory so far
+    node: str = ""  # the Ray node it ran on (nodes of one machine share a host name)
 
 
 #: the tasks of the latest :func:`run_tasks` of this process, as they finished
@@ -112,7 +114,8 @@ def _task(fn: Callable[..., Any], run_key: str, *args: Any) -> tuple[Any, TaskIn
     finally:
         cluster_limiter.uninstall()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
-    info = TaskInfo(os.getpid(), socket.gethostname(), started, time.perf_counter() - t0, rss)
+    node = _ray().get_runtime_context().get_node_id()
+    info = TaskInfo(os.getpid(), socket.gethostname(), started, time.perf_counter() - t0, rss, node)
     return result, info
 
 

@@ -40,7 +40,7 @@ from ..datasets.messages import Message
 from ..datasets.rows import part_to_row
 from ..datasets.store import Corpus, created_at
 from ..datasets.tokenizer import CountCache, get_tokenizer
-from ..files import atomic_write_table, atomic_write_text, remove_stale_temps
+from ..files import atomic_write_text, remove_stale_temps
 from ..llm.endpoint import EndpointParams, in_run
 from ..policies.base import Policy, make_policy, rebuild_policy
 from ..policies.budget import editable_tokens
@@ -49,20 +49,20 @@ from ..replay.cost import case_cost
 from ..replay.objects import ObjectIndex, build_index, part_tokens
 from ..replay.outcome import Outcome, replay_case
 from ..replay.plan import PlannerReport
-from ..replay.view import InvalidViewError, view_problems
+from ..replay.view import Archive, InvalidViewError, view_problems
 from ..runs import (
     CHUNK_CASES,
     DONE_DIR,
-    SCHEMAS,
     TABLES,
     RunError,
     SidecarStore,
     cases_digest,
     chunk_done,
-    chunk_path,
     read_marker,
+    require_reachable,
     set_aside,
     slug,
+    write_chunk_part,
     write_done,
 )
 from ..schema import FiguresRow
@@ -122,7 +122,7 @@ class PolicySummary:
 
 @dataclass
 class ReplaySummary:
-    run: Path
+    run: str | Path
     cases: int
     chunks: int
     computed: int = 0
@@ -397,6 +397,7 @@ def run_chunk(
     done-marker (``made_from``: the corpus and cases fingerprints). Returns per-policy stats."""
     from ..tariffs import Tariff
 
+    require_reachable(out)
     corpus = Corpus(corpus_path)
     count = cached_counter(tokenizer)
     built = [rebuild_policy(p) for p in policies]
@@ -404,7 +405,8 @@ def run_chunk(
     built = [
         type(b)(in_run(b.params, out)) if isinstance(b.params, EndpointParams) else b for b in built
     ]
-    sidecar = SidecarStore(Path(out) / "sidecar")
+    sidecar = SidecarStore(storage.join(out, "sidecar"))
+    archives: dict[str, Archive] = {}  # by ref: each payload of the chunk once
     sessions = dict(corpus.iter_sessions(chunk.sessions))
     by_session: dict[str, list[dict[str, Any]]] = {}
     for case in chunk.cases.iter_rows(named=True):
@@ -426,27 +428,30 @@ def run_chunk(
                 started = time.perf_counter()
                 outcome = replay_case(policy, ctx)
                 timings[policy.label] += time.perf_counter() - started
-                sidecar.put_all(outcome.view.archives)
+                archives.update((a.ref, a) for a in outcome.view.archives)
                 f, d, v = outcome_rows(outcome, ctx, case, future, t, policy.name)
                 rows[policy.label]["figures"].append(f)
                 rows[policy.label]["decisions"].extend(d)
                 rows[policy.label]["views"].append(v)
+    sidecar.put_all(archives.values())  # before any part or marker that refers to them
     specs = {p["label"]: p for p in policies}
     for policy in built:
-        for table in TABLES:
-            atomic_write_table(
-                rows[policy.label][table],
-                SCHEMAS[table],
-                chunk_path(Path(out), table, policy.label, chunk.index),
+        policy.close()  # its model calls logged (RUN/calls/) before the marker vouches for them
+        parts = {
+            table: write_chunk_part(
+                out, table, policy.label, chunk.index, rows[policy.label][table]
             )
+            for table in TABLES
+        }
         write_done(
-            Path(out),
+            out,
             policy.label,
             chunk.index,
             {
                 **attribution(chunk, policy.label, made_from or {}),
                 "policy_spec": specs.get(policy.label),
             },
+            parts,
         )
         figs = rows[policy.label]["figures"]
         stats.append(
@@ -459,7 +464,6 @@ def run_chunk(
                 sum(1 for f in figs if f["planner_failure"]),
             )
         )
-        policy.close()
     return stats
 
 
@@ -494,11 +498,49 @@ def run_replay(
     labels = [p.label for p in policies]
     if len(set(labels)) != len(labels):
         raise RunError(f"the same policy is given twice: {labels}")
-    run = Path(out)
-    if run.exists() and not run.is_dir():
-        raise RunError(f"{run} is a file, not a run folder; give a folder for -o")
+    if storage.is_file(out):
+        raise RunError(
+            f"{storage.redact(str(out))} is a file, not a run folder; give a folder for -o"
+        )
+    # a run on object storage: its tasks publish their parts there, wherever they run; this
+    # process works on a mirror of what it reads, and publishes the manifest
+    mirror = storage.Mirror(out)
+    try:
+        return _replay_into(
+            mirror, corpus, cases, cases_meta, cases_file, policies, started,
+            workers=workers, tariff=tariff, tariffs_path=tariffs_path, chunk_size=chunk_size,
+            progress=progress, seed=seed, engine=engine, ray_address=ray_address,
+        )  # fmt: skip
+    finally:
+        mirror.close()
+
+
+def _replay_into(
+    mirror: storage.Mirror,
+    corpus: Corpus,
+    cases: pl.DataFrame,
+    cases_meta: dict[str, Any],
+    cases_file: str,
+    policies: list[Policy],
+    started: float,
+    *,
+    workers: int,
+    tariff: str | None,
+    tariffs_path: str | None,
+    chunk_size: int,
+    progress: bool,
+    seed: int,
+    engine: str,
+    ray_address: str | None,
+) -> ReplaySummary:
+    run = mirror.path
+    labels = [p.label for p in policies]
     run.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(run)  # what killed writers left; never another live process's
+    if mirror.remote:
+        storage.remove_stale_temps(
+            str(mirror.location), time.time() - (time.perf_counter() - started)
+        )  # left before this run began
     tariff_obj = load_tariff(tariff, tariffs_path)
     chunks = make_chunks(cases, chunk_size)
     made_from = {
@@ -508,6 +550,7 @@ def run_replay(
     manifest = _manifest(
         run, corpus, cases_file, cases_meta, policies, tariff_obj, chunk_size, seed, chunks
     )
+    mirror.push()  # the manifest, before any part: a reader finds what the parts belong to
     summary = ReplaySummary(run, cases.height, len(chunks))
     todo: list[tuple[Chunk, list[dict[str, Any]]]] = []
     for chunk in chunks:
@@ -522,8 +565,9 @@ def run_replay(
     total = sum(c.cases.height * len(m) for c, m in todo)
     per_policy: dict[str, PolicySummary] = {label: PolicySummary(label) for label in labels}
     bar = tqdm(total=total, unit="case", desc="replay", disable=not progress)
+    where = str(mirror.location) if mirror.remote else str(run)
     args = [
-        (str(corpus.path), corpus.tokenizer_name, c, m, str(run), tariff_obj.__dict__, made_from)
+        (corpus.location, corpus.tokenizer_name, c, m, where, tariff_obj.__dict__, made_from)
         for c, m in todo
     ]
 
@@ -536,12 +580,15 @@ def run_replay(
     for stats in run_chunks(run_chunk, args, engine=engine, workers=workers, address=ray_address):
         collect(stats)
     bar.close()
+    mirror.pull(["figures"])  # what the summary reads of the parts the tasks published
     _finish_summary(run, per_policy)
     summary.policies = list(per_policy.values())
     summary.seconds = time.perf_counter() - started
     manifest["planner_calls"] = _planner_calls(run, labels)
     manifest["completed_at"] = created_at()
     _write_manifest(run, manifest)
+    if mirror.remote:
+        summary.run = str(mirror.location)
     return summary
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
@@ -276,16 +278,12 @@ BlockCounts = tuple[Mapping[str, int], int]
 PASS_BLOCK = 64
 
 
-def _block_counts(
-    corpus_path: str,
-    count: Callable[[Iterable[Sequence[Message]]], BlockCounts],
-    ids: list[str],
-    out: str,
-) -> int:
-    """Count one block of sessions and write the counts to ``out`` (Parquet: key, c); how many
+def _block_table(
+    corpus_path: str, count: Callable[[Iterable[Sequence[Message]]], BlockCounts], ids: list[str]
+) -> tuple[Any, int]:
+    """Count one block of sessions: the counts as an Arrow table (key, c), and how many
     sessions it held."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from ..datasets.store import Corpus
 
@@ -296,8 +294,40 @@ def _block_counts(
             "c": pa.array(list(counts.values()), pa.int64()),
         }
     )
+    return table, n
+
+
+def _block_counts(
+    corpus_path: str,
+    count: Callable[[Iterable[Sequence[Message]]], BlockCounts],
+    ids: list[str],
+    out: str,
+) -> int:
+    """Count one block of sessions and write the counts to ``out`` (Parquet: key, c); how many
+    sessions it held."""
+    import pyarrow.parquet as pq
+
+    table, n = _block_table(corpus_path, count, ids)
     pq.write_table(table, out)
     return n
+
+
+#: how a corpus pass's blocks run: ``runner(fn, calls)`` gives ``(i, fn(*calls[i]))`` for each
+#: call as it finishes (``None``: worker processes on this machine); set by :func:`corpus_pass`
+PassRunner = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterator[Any]]
+_PASS_RUNNER: ContextVar[PassRunner | None] = ContextVar("ctxreplay_pass_runner", default=None)
+
+
+@contextmanager
+def corpus_pass(runner: PassRunner | None) -> Iterator[None]:
+    """Within the block, corpus passes (:func:`corpus_frequencies`) run their blocks through
+    ``runner`` (the Ray engine: as tasks across the cluster, each reading the corpus from where
+    it is); judges' ``corpus_state`` needs no parameter for it."""
+    token = _PASS_RUNNER.set(runner)
+    try:
+        yield
+    finally:
+        _PASS_RUNNER.reset(token)
 
 
 def _blocks(corpus: Any, block: int) -> list[list[str]]:
@@ -339,14 +369,21 @@ def corpus_frequencies(
 
     blocks = _blocks(corpus, block)
     workers = min(4, os.cpu_count() or 1, len(blocks))
-    path = str(corpus.path)
+    runner = _PASS_RUNNER.get()
     with tempfile.TemporaryDirectory(prefix="ctxreplay-pass-") as tmp:
         outs = [f"{tmp}/block-{i:06d}.parquet" for i in range(len(blocks))]
-        args = ([path] * len(blocks), [count] * len(blocks), blocks, outs)
-        if workers > 1:
+        if runner is not None:  # tasks elsewhere: each block's counts come back to be written
+            n = 0
+            calls = [(corpus.location, count, ids) for ids in blocks]
+            for i, (table, k) in runner(_block_table, calls):
+                pq.write_table(table, outs[i])
+                n += k
+        elif workers > 1:
+            args = ([str(corpus.path)] * len(blocks), [count] * len(blocks), blocks, outs)
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 n = sum(pool.map(_block_counts, *args))
         else:
+            args = ([str(corpus.path)] * len(blocks), [count] * len(blocks), blocks, outs)
             n = sum(map(_block_counts, *args))
         if not blocks:
             return {}, 0

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import storage
 from ..files import atomic_write_text, cache_dir
 
 CACHE_VERSION = 1
@@ -43,16 +44,21 @@ class ResponseCache:
     """Stored completions by request key; safe for concurrent threads and processes."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
+        #: a local folder, or a URI (a run on object storage keeps its responses there)
+        self.directory = storage.location(directory)
 
-    def path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.json"
+    def path(self, key: str) -> str | Path:
+        return storage.join(self.directory, key[:2], f"{key}.json")
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored record, or None on a miss (an unreadable entry counts as a miss)."""
         try:
-            text = self.path(key).read_text(encoding="utf-8")
-        except OSError:  # missing, or unreadable: a miss either way
+            path = self.path(key)
+            if isinstance(path, Path):
+                text = path.read_text(encoding="utf-8")
+            else:
+                text = storage.read_text(path)
+        except (OSError, UnicodeDecodeError, storage.StorageError):  # missing or unreadable
             return None
         try:
             doc = json.loads(text)
@@ -63,17 +69,23 @@ class ResponseCache:
         record = doc.get("record")
         return record if isinstance(record, dict) else None
 
-    def put(self, key: str, record: dict[str, Any]) -> Path:
-        """Store ``record`` under ``key`` atomically (tmp file + rename)."""
+    def put(self, key: str, record: dict[str, Any]) -> str | Path:
+        """Store ``record`` under ``key`` atomically (tmp file + rename; on object storage a
+        temporary key, then published)."""
         target = self.path(key)
         payload = json.dumps({"key": key, "record": record}, ensure_ascii=False, indent=1)
-        atomic_write_text(target, payload, fsync=True)
+        if isinstance(target, Path):
+            atomic_write_text(target, payload, fsync=True)
+        else:
+            storage.write_text(target, payload)
         return target
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.get(key) is not None
 
     def __len__(self) -> int:
+        if not isinstance(self.directory, Path):
+            return sum(1 for n in storage.list_files(self.directory) if n.endswith(".json"))
         if not self.directory.exists():
             return 0
         return sum(1 for _ in self.directory.glob("*/*.json"))

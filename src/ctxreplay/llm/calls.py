@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..files import atomic_write_table
+from .. import storage
 from ..schema import CALLS
 from .completion import Completion, ModelCallError, Secrets, redact
 
@@ -90,21 +90,22 @@ class CallSource:
 class _Parts:
     """The buffer and the part files of one log; kept apart so the exit hook can flush it."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: str | Path) -> None:
         self.folder = folder
         self.token = uuid.uuid4().hex[:8]
         self.rows: list[dict[str, Any]] = []
         self.written = 0
         self.lock = threading.Lock()
 
-    def flush(self) -> Path | None:
+    def flush(self) -> str | Path | None:
         with self.lock:
             rows, self.rows = self.rows, []
             if not rows:
                 return None
-            path = self.folder / f"part-{os.getpid()}-{self.token}-{self.written:05d}.parquet"
+            name = f"part-{os.getpid()}-{self.token}-{self.written:05d}.parquet"
+            path = storage.join(self.folder, name)
             self.written += 1
-        atomic_write_table(rows, CALLS, path)
+        storage.write_table(path, rows, CALLS)
         return path
 
 
@@ -118,7 +119,7 @@ class CallLog:
         flush_rows: int = 256,
         flush_seconds: float = 30.0,
     ) -> None:
-        self.folder = Path(run_dir) / FOLDER
+        self.folder = storage.join(storage.location(run_dir), FOLDER)
         self.flush_rows = max(1, flush_rows)
         self.flush_seconds = flush_seconds
         self._parts = _Parts(self.folder)
@@ -132,7 +133,7 @@ class CallLog:
         if due or time.monotonic() - self._last_flush >= self.flush_seconds:
             self.flush()
 
-    def flush(self) -> Path | None:
+    def flush(self) -> str | Path | None:
         """Write the buffered rows as one part; the part's path, or None when there were none."""
         self._last_flush = time.monotonic()
         return self._parts.flush()
