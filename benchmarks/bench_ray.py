@@ -272,6 +272,10 @@ def main() -> None:
         help="2: the Ray stages on a two-node Ray cluster started here (needs --storage s3)",
     )  # fmt: skip
     ap.add_argument("--address", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--no-llm", action="store_true", help="leave out the llm judge's estimate (its prompts "
+        "are rendered over the first size's run: minutes at 16×)",
+    )  # fmt: skip
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
@@ -348,6 +352,8 @@ def main() -> None:
             f"(10 nodes: {e.node_hours / 10 * 60:5.1f} min)"
         )
         print(f"    inputs: {json.dumps(asdict(e))}")
+    if args.no_llm:
+        return
     llm = llm_estimate(units, llm_tokens, args.completion_tokens, args.tariff, args.endpoint_rps)
     print(
         f"  judge-llm   {units:>14,.0f} verdicts × {llm_tokens:,.0f} prompt + "
@@ -381,7 +387,7 @@ def sizes(
             remote["sessions"] = sessions
             rows.append((mult, kind, local, remote))
             print(f"  {mult:>2}× {kind} done ({sessions} sessions)", file=sys.stderr, flush=True)
-        if not llm_tokens:
+        if not llm_tokens and not args.no_llm:
             llm_tokens = prompt_tokens(local_copy(server, mult, root))
         if args.keep is None:
             shutil.rmtree(root)

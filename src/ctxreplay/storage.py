@@ -44,7 +44,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import CtxreplayError
-from .files import TMP_SUFFIX, atomic_write_bytes, atomic_write_table, cache_dir, parquet_bytes
+from .files import TMP_SUFFIX, atomic_write_bytes, cache_dir, parquet_bytes
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 
@@ -183,18 +183,25 @@ def is_dir(location: str | os.PathLike[str]) -> bool:
     return bool(_info(location).type == pafs.FileType.Directory)
 
 
-def list_files(location: str | os.PathLike[str]) -> list[str]:
-    """Every file under a folder, as paths relative to it (``/``-separated, sorted)."""
+def _files(location: str | os.PathLike[str], temps: bool = False) -> dict[str, pafs.FileInfo]:
+    """Every file under a folder by its path relative to it (``/``-separated), temporary files
+    of unfinished writes left out unless ``temps``."""
     fs, root = resolve(location)
     try:
         infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
     except OSError as e:
         raise StorageError(f"cannot list {redact(str(location))}: {_gist(e)}") from None
-    return sorted(
-        rel
-        for i in infos
-        if i.type == pafs.FileType.File and not is_temp(rel := i.path[len(root) :].lstrip("/"))
-    )
+    found = {}
+    for i in infos:
+        rel = i.path[len(root) :].lstrip("/")
+        if i.type == pafs.FileType.File and (temps or not is_temp(rel)):
+            found[rel] = i
+    return found
+
+
+def list_files(location: str | os.PathLike[str]) -> list[str]:
+    """Every file under a folder, as paths relative to it (``/``-separated, sorted)."""
+    return sorted(_files(location))
 
 
 def is_temp(name: str) -> bool:
@@ -261,10 +268,6 @@ def write_table(
 ) -> tuple[int, int]:
     """One Parquet part (``files.atomic_write_table``'s bytes) written atomically wherever it
     goes; its (rows, bytes)."""
-    if not is_uri(location):
-        path = local_path(location)
-        atomic_write_table(rows, schema, path)
-        return pq.read_metadata(path).num_rows, path.stat().st_size
     data, n = parquet_bytes(rows, schema)
     write_bytes(location, data)
     return n, len(data)
@@ -288,18 +291,11 @@ def read_parquet(
 def remove_stale_temps(location: str, started: float) -> int:
     """Remove the temporary objects under a remote folder that writers killed before
     ``started`` left (one whose writer lives is younger); how many."""
-    fs, root = resolve(location)
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
-    except OSError as e:
-        raise StorageError(f"cannot list {redact(location)}: {_gist(e)}") from None
+    fs, _ = resolve(location)
     stale = [
         i.path
-        for i in infos
-        if i.type == pafs.FileType.File
-        and is_temp(i.path)
-        and i.mtime is not None
-        and i.mtime.timestamp() < started - 1  # whole seconds on S3
+        for rel, i in _files(location, temps=True).items()
+        if is_temp(rel) and i.mtime is not None and i.mtime.timestamp() < started - 1  # whole s
     ]
     for path in stale:
         with contextlib.suppress(OSError):
@@ -500,18 +496,12 @@ class Mirror(Staged):
             self.pull()
 
     def _listing(self) -> dict[str, tuple[int, float]]:
-        fs, root = resolve(self.location)
-        try:
-            infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
-        except OSError as e:
-            raise StorageError(f"cannot list {redact(str(self.location))}: {_gist(e)}") from None
-        out = {}
-        for i in infos:
-            rel = i.path[len(root) :].lstrip("/")
-            if i.type != pafs.FileType.File or is_temp(rel) or rel.split("/", 1)[0] in TASK_FOLDERS:
-                continue
-            out[rel] = (int(i.size or 0), i.mtime.timestamp() if i.mtime else 0.0)
-        return out
+        """relative path → (size, mtime) of the remote files the mirror holds."""
+        return {
+            rel: (int(i.size or 0), i.mtime.timestamp() if i.mtime else 0.0)
+            for rel, i in _files(self.location).items()
+            if rel.split("/", 1)[0] not in TASK_FOLDERS
+        }
 
     def pull(self, only: Sequence[str] | None = None) -> int:
         """Download what is new or changed on the store since the last pull; remove what is
