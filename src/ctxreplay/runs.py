@@ -140,7 +140,12 @@ def slug(label: str) -> str:
 
 
 def chunk_path(run: Path, table: str, label: str, index: int) -> Path:
-    return run / table / slug(label) / f"chunk-{index:05d}.parquet"
+    return run / table / slug(label) / f"{chunk_name(index)}.parquet"
+
+
+def chunk_name(index: int) -> str:
+    """The name a chunk's parts and done-marker share (``chunk-NNNNN``)."""
+    return f"chunk-{index:05d}"
 
 
 #: the folder of a run holding one done-marker per (policy, chunk)
@@ -148,7 +153,7 @@ DONE_DIR = "done"
 
 
 def done_path(run: Path, label: str, index: int) -> Path:
-    return run / DONE_DIR / slug(label) / f"chunk-{index:05d}.json"
+    return run / DONE_DIR / slug(label) / f"{chunk_name(index)}.json"
 
 
 def cases_digest(case_ids: Iterable[str]) -> str:
@@ -170,7 +175,7 @@ def write_done(
     """The done-marker of a (chunk, policy), written after its parts: each part's rows and
     bytes (``parts``: table → what ``storage.write_table`` returned), and ``attribution`` (what
     the parts were made from: policy, corpus, cases). The run may be on object storage."""
-    name = f"chunk-{index:05d}"
+    name = chunk_name(index)
     doc = {
         "kind": "ctxreplay-chunk",
         "chunk": index,
@@ -189,7 +194,7 @@ def write_chunk_part(
 ) -> tuple[int, int]:
     """One replay part of a (chunk, policy), written atomically wherever the run is; its rows
     and bytes, for the done-marker."""
-    location = storage.join(run, table, slug(label), f"chunk-{index:05d}.parquet")
+    location = storage.join(run, table, slug(label), f"{chunk_name(index)}.parquet")
     return storage.write_table(location, rows, SCHEMAS[table])
 
 

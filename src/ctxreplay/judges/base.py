@@ -378,13 +378,13 @@ def corpus_frequencies(
             for i, (table, k) in runner(_block_table, calls):
                 pq.write_table(table, outs[i])
                 n += k
-        elif workers > 1:
-            args = ([str(corpus.path)] * len(blocks), [count] * len(blocks), blocks, outs)
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                n = sum(pool.map(_block_counts, *args))
         else:
             args = ([str(corpus.path)] * len(blocks), [count] * len(blocks), blocks, outs)
-            n = sum(map(_block_counts, *args))
+            if workers > 1:
+                with ProcessPoolExecutor(max_workers=workers) as pool:
+                    n = sum(pool.map(_block_counts, *args))
+            else:
+                n = sum(map(_block_counts, *args))
         if not blocks:
             return {}, 0
         least = max(1, at_least(n))
