@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _shared import in_child as child_process
 
 #: the policies replayed by default; ``--policies run`` replays those of ``ctxreplay run`` (ten):
 #: the judges' work per case is the same for any number of policies, replay's grows with it
@@ -94,22 +94,11 @@ def in_child(
     name: str, root: Path, sessions: int, workers: int, policies: str = POLICIES
 ) -> dict[str, Any]:
     """One stage in a fresh process: its result, wall time and peak RSS (MB)."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(
+    return child_process(
         [sys.executable, __file__, "--stage", name, "--root", str(root),
          "--sessions", str(sessions), "--workers", str(workers), "--policies", policies],
-        stdout=subprocess.PIPE,
+        f"stage {name} at {sessions} sessions",
     )  # fmt: skip
-    assert proc.stdout is not None
-    output = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - started
-    if status != 0:
-        raise SystemExit(f"stage {name} failed at {sessions} sessions (status {status})")
-    result = json.loads(output.decode().strip().splitlines()[-1])
-    # ru_maxrss of wait4 covers the child and the workers it waited for (KB on Linux)
-    result.update(seconds=elapsed, peak_mb=usage.ru_maxrss / 1024)
-    return result
 
 
 def tokenisation_floor(root: Path) -> dict[str, Any]:

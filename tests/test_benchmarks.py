@@ -42,3 +42,36 @@ def test_the_import_benchmark_measures_named_folders() -> None:
     files, _mb, sessions = row.split()[1:4]
     assert (files, sessions) == ("4", "7")
     assert "reject empty_session: 2" in done.stdout
+
+
+def test_the_floor_benchmark_puts_every_stage_against_its_work_floor(tmp_path: Path) -> None:
+    """``bench_floor.py --source DIR``: every stage of a run in a process of its own, each with
+    its time against the floor; the floor is the tokens every view handles (its prefix and
+    itself) at the measured one-core rate."""
+    import json
+
+    import polars as pl
+
+    from builders import FIXTURES, run_benchmark
+
+    out = tmp_path / "figures.json"
+    done = run_benchmark(
+        "bench_floor", "--source", str(FIXTURES / "tau-bench"), "--trigger", "every:2",
+        "--policies", "noop,tool-prune", "--workers", "1", "--keep", str(tmp_path / "run"),
+        "--json", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    assert list(figures["stages"]) == ["import", "cases", "replay", "judge", "report"]
+    rows = pl.read_parquet(tmp_path / "run" / "run" / "figures" / "**" / "*.parquet")
+    handled = int((rows["prefix_tokens"] + rows["view_tokens"]).sum())
+    floor = figures["floor"]
+    assert floor["handled"] == handled > 0
+    assert floor["floor_seconds"] == pytest.approx(handled / floor["rate"])
+    assert figures["stages"]["replay"]["views"] == rows.height
+    lines = done.stdout.splitlines()
+    whole = next(line for line in lines if line.startswith("run "))
+    total = sum(s["seconds"] for s in figures["stages"].values())
+    assert float(whole.split()[2]) == pytest.approx(total / floor["floor_seconds"], abs=1e-3)
+    for stage in figures["stages"]:
+        assert any(line.startswith(f"{stage} ") for line in lines), stage

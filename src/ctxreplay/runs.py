@@ -453,6 +453,12 @@ def _verdict_folders(run: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
 
 
+def verdict_parts(run_path: str | os.PathLike[str]) -> list[Path]:
+    """Every verdict part of a run, in ``read_verdicts``' order: judge folders, then parts, by
+    name (the first verdict of a (judge, policy, case) in this order is the one kept)."""
+    return [p for f in _verdict_folders(Path(run_path)) for p in sorted(f.glob("*.parquet"))]
+
+
 def _judge_of(folder: Path) -> str | None:
     """The judge label of a verdicts folder, from any readable part (None: none reads)."""
     for part in sorted(folder.glob("*.parquet")):

@@ -147,6 +147,12 @@ MESSAGES = table(
         ("image_count", I32, "image parts in the message", False),
         ("file_count", I32, "file parts in the message", False),
         ("tokens", I32, "exact token count of the message with the corpus tokenizer", False),
+        (
+            "part_tokens",
+            pa.list_(I32),
+            "tokens of each part, in order (they sum to tokens): what replay reads instead of "
+            "counting again; null in corpora imported before it was stored",
+        ),
         ("chars", I64, "characters of text in the message", False),
         ("usage_prompt_tokens", I64, "prompt tokens the provider billed for this turn"),
         ("usage_cached_tokens", I64, "of those, tokens served from the provider's cache"),

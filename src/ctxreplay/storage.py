@@ -224,6 +224,11 @@ def size(location: str | os.PathLike[str]) -> int | None:
 
 
 def read_bytes(location: str | os.PathLike[str]) -> bytes:
+    if not is_uri(location):  # a local file: read as it is, no filesystem object resolved
+        try:
+            return local_path(location).read_bytes()
+        except OSError as e:
+            raise StorageError(f"cannot read {location}: {_gist(e)}") from None
     fs, path = resolve(location)
     try:
         with fs.open_input_stream(path) as f:

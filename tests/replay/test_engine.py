@@ -199,3 +199,39 @@ def test_identical_rows_for_any_chunk_size(synth_corpus, synth_cases, tmp_path) 
         keys = ["policy", "case_id"] + (["object_id"] if table == "decisions" else [])
         a, b = small.table(table).sort(keys), whole.table(table).sort(keys)
         assert a.height > 0 and a.equals(b), table
+
+
+def test_the_chunks_with_the_most_work_are_handed_out_first(
+    synth_corpus, synth_cases, tmp_path, monkeypatch
+) -> None:
+    """A chunk holds whole sessions: the one whose prefixes hold the most tokens goes first,
+    so no long session is replayed alone at the end while the other workers idle; the parts
+    are the same whatever the order."""
+    from ctxreplay.engines import replay as engine
+
+    handed: list[int] = []
+    real = engine.run_chunks
+
+    def spy(fn, calls, **kwargs):
+        calls = list(calls)
+        handed.extend(
+            int(chunk.cases["prefix_tokens"].sum()) * len(missing)
+            for _, _, chunk, missing, *_ in calls
+        )
+        return real(fn, calls, **kwargs)
+
+    monkeypatch.setattr(engine, "run_chunks", spy)
+    run_replay(synth_corpus, synth_cases, POLICIES, tmp_path / "run", chunk_size=4, progress=False)
+    from ctxreplay.datasets.cases import read_cases
+
+    plan = [
+        int(c.cases["prefix_tokens"].sum()) * len(POLICIES)
+        for c in engine.make_chunks(read_cases(synth_cases)[0], 4)
+    ]
+    assert len(handed) > 3 and handed == sorted(plan, reverse=True)
+    assert handed != plan  # the plan's own order was another
+    plain = tmp_path / "plain"
+    monkeypatch.setattr(engine, "run_chunks", real)
+    monkeypatch.setattr(engine, "_work", lambda chunk, policies: 0.0)  # plan order
+    run_replay(synth_corpus, synth_cases, POLICIES, plain, chunk_size=4, progress=False)
+    assert parquet_bytes(tmp_path / "run") == parquet_bytes(plain)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -19,85 +18,25 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from ctxreplay.reports import build_report, stats
-from ctxreplay.reports.builder import run_tariff
-from ctxreplay.reports.correction import JudgeAccuracy
-from ctxreplay.reports.recovery import archive_costs, with_recovery_cost
 from ctxreplay.reports.report import Report
 from ctxreplay.reports.tables import (
     LOSS_ORDER,
     ReportError,
-    agreement_table,
     audit,
-    best_policy,
-    commit_reasons,
-    cost_table,
-    example_losses,
-    failures_table,
-    judge_labels,
-    judges_table,
     loss_counts,
     loss_summary,
     losses_frame,
-    no_impact_table,
-    order_policies,
     outcomes,
-    paired_table,
     policy_figures,
     policy_verdicts,
     rank_examples,
-    same_views,
     scored_losses,
-    taxonomy_table,
     top_ranked,
 )
-from ctxreplay.runs import Run, RunError, read_calibration, read_verdicts, slug
+from ctxreplay.runs import Run, RunError, read_verdicts, slug
 from ctxreplay.schema import CATEGORIES, VERDICTS
 
-from judged_run import POLICIES
-
-BOOT = 50
-
-
-def whole(run: Path, judge: str, examples: int) -> dict[str, Any]:
-    """The report's tables from the whole run's frames at once (what reports did before they
-    streamed), with every loss and the same-views notes."""
-    r = Run(run)
-    verdicts = read_verdicts(run)
-    figures = r.table("figures")
-    rows = with_recovery_cost(outcomes(r, judge, verdicts, figures=figures), archive_costs(r))
-    policies = order_policies(r, rows)
-    doc = read_calibration(run, judge)
-    calibration = JudgeAccuracy.from_mapping(doc) if doc is not None else None
-    table = no_impact_table(rows, policies, n_boot=BOOT, calibration=calibration)
-    reference = best_policy(table)
-    assert reference is not None
-    losses = losses_frame(r, rows)
-    labels = judge_labels(verdicts, figures)
-    reasons = commit_reasons(rows)
-    return {
-        "no_impact": table,
-        "paired": paired_table(rows, policies, reference, n_boot=BOOT),
-        "taxonomy": taxonomy_table(rows, losses, policies),
-        "examples": example_losses(losses, examples, policies),
-        "cost": cost_table(rows, policies, reasons, run_tariff(r)),
-        "commit_reasons": reasons,
-        "failures": failures_table(rows, policies),
-        "judges": judges_table(labels, policies),
-        "agreement": agreement_table(labels),
-        "losses": losses,
-        "same_views": same_views(figures, policies),
-        "verdicts": verdicts.filter(pl.col("judge") == judge).height,
-    }
-
-
-def assert_report_is_whole(report: Report, expected: dict[str, Any]) -> None:
-    for name, table in report.tables().items():
-        assert_frame_equal(table, expected[name], check_exact=True)
-    assert_frame_equal(report.losses, expected["losses"])
-    assert report.loss_count == expected["losses"].height
-    assert report.loss_cases == expected["losses"].unique(["policy", "category", "case_id"]).height
-    assert set(expected["same_views"]) <= set(report.notes)
-    assert report.meta["verdicts"] == expected["verdicts"]
+from judged_run import BOOT, POLICIES, assert_report_is_whole, whole
 
 
 @pytest.mark.parametrize(("judge", "examples"), [("flow", 10), ("flow", 3), ("edited", 40)])

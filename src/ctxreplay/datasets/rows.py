@@ -46,7 +46,9 @@ def row_to_part(row: dict[str, Any]) -> Part:
     )
 
 
-def message_to_row(session_id: str, m: Message) -> dict[str, Any]:
+def message_to_row(
+    session_id: str, m: Message, part_tokens: list[int] | None = None
+) -> dict[str, Any]:
     calls = m.calls
     responses = m.responses
     tool_name = next((p.name for p in (*calls, *responses) if p.name), None)
@@ -65,6 +67,7 @@ def message_to_row(session_id: str, m: Message) -> dict[str, Any]:
         "image_count": m.image_count,
         "file_count": m.file_count,
         "tokens": m.tokens,
+        "part_tokens": part_tokens,
         "chars": m.chars,
         "usage_prompt_tokens": u.prompt_tokens,
         "usage_cached_tokens": u.cached_tokens,

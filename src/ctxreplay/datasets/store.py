@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast, overload
 
 import duckdb
 import polars as pl
@@ -47,7 +47,7 @@ from ..errors import CtxreplayError
 from ..schema import GROUND_TRUTH, MESSAGES, REJECTS, SESSIONS, rows_table
 from ..version import __version__
 from .importers.reader import file_sha256
-from .messages import Message, Session
+from .messages import Message, Part, Session
 from .rejects import Reject, clip, storable
 from .rows import message_to_row, row_to_message
 from .tokenizer import CountCache, Tokenizer
@@ -251,9 +251,13 @@ class CorpusWriter:
 
     # --- tokenising ----------------------------------------------------------------------
     def count_tokens(self, messages: Sequence[Message]) -> list[int]:
-        """Per message, the sum of tiktoken counts of its text fields. Counts of strings seen
-        before come from a cache bounded in characters, so repeated prompts are counted once
-        and no text is kept alive past the cache's budget."""
+        """Per message, the sum of tiktoken counts of its text fields (``count_part_tokens``)."""
+        return [sum(counts) for counts in self.count_part_tokens(messages)]
+
+    def count_part_tokens(self, messages: Sequence[Message]) -> list[list[int]]:
+        """Per message, per part, the sum of tiktoken counts of its text fields. Counts of
+        strings seen before come from a cache bounded in characters, so repeated prompts are
+        counted once and no text is kept alive past the cache's budget."""
         cache = self._token_cache
         counts: dict[str, int] = {}
         todo: list[str] = []
@@ -272,7 +276,7 @@ class CorpusWriter:
             for s, n in zip(todo, self.tokenizer.count_many(todo), strict=True):
                 counts[s] = n
                 cache.put(s, n)
-        return [sum(counts[s] for p in m.parts for s in p.token_texts()) for m in messages]
+        return [[sum(counts[s] for s in p.token_texts()) for p in m.parts] for m in messages]
 
     # --- adding -------------------------------------------------------------------------
     def add(self, session: Session) -> Reject | None:
@@ -293,12 +297,15 @@ class CorpusWriter:
                 session_id=session.source_session_id,
             )
         self._keep_payloads(session)
-        tokens = self.count_tokens(session.messages)
+        per_part = self.count_part_tokens(session.messages)
+        tokens = [sum(counts) for counts in per_part]
         messages = [
             dataclasses.replace(m, tokens=t) for m, t in zip(session.messages, tokens, strict=True)
         ]
         try:
-            message_rows = [message_to_row(sid, m) for m in messages]
+            message_rows = [
+                message_to_row(sid, m, counts) for m, counts in zip(messages, per_part, strict=True)
+            ]
             session_row = _session_row(sid, session, messages)
         except (ValueError, TypeError, OverflowError, RecursionError) as e:
             return _unstorable(session, e)
@@ -1044,13 +1051,22 @@ class Corpus:
             for bucket in range(self.buckets):
                 yield from self._stream_bucket(bucket)
             return
+        for sid, messages, _ in self.counted_sessions(session_ids):
+            yield sid, messages
+
+    def counted_sessions(
+        self, session_ids: Iterable[str]
+    ) -> Iterator[tuple[str, list[Message], dict[Part, int]]]:
+        """``iter_sessions`` of these sessions with the token count the corpus stores for each
+        of their parts (by value: an equal part has the same texts, so the same count). A
+        corpus imported before parts' counts were stored gives those of one-part messages."""
         by_bucket: dict[int, list[str]] = defaultdict(list)
         for sid in set(session_ids):
             by_bucket[bucket_of(sid, self.buckets)].append(sid)
         for _, ids in sorted(by_bucket.items()):
             rows = self.session_rows("messages", ids)
             order = rows.sort_by([("session_id", "ascending"), ("seq", "ascending")])
-            yield from _grouped(order.to_batches(max_chunksize=_READ_ROWS))
+            yield from _grouped(order.to_batches(max_chunksize=_READ_ROWS), counted=True)
 
     def session_rows(
         self, table: str, session_ids: Iterable[str], columns: list[str] | None = None
@@ -1193,19 +1209,36 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     )
 
 
-def _grouped(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[str, list[Message]]]:
-    """Messages of rows sorted by (session, seq), one session at a time."""
+@overload
+def _grouped(
+    batches: Iterable[pa.RecordBatch], counted: Literal[False] = ...
+) -> Iterator[tuple[str, list[Message]]]: ...
+@overload
+def _grouped(
+    batches: Iterable[pa.RecordBatch], counted: Literal[True]
+) -> Iterator[tuple[str, list[Message], dict[Part, int]]]: ...
+def _grouped(batches: Iterable[pa.RecordBatch], counted: bool = False) -> Iterator[Any]:
+    """Messages of rows sorted by (session, seq), one session at a time; ``counted``: with the
+    stored token count of each part (``Corpus.counted_sessions``)."""
     current: str | None = None
     messages: list[Message] = []
+    counts: dict[Part, int] = {}
     for batch in batches:
         for row in batch.to_pylist():
             if row["session_id"] != current:
                 if current is not None:
-                    yield current, messages
-                current, messages = row["session_id"], []
-            messages.append(row_to_message(row))
+                    yield (current, messages, counts) if counted else (current, messages)
+                current, messages, counts = row["session_id"], [], {}
+            m = row_to_message(row)
+            messages.append(m)
+            if counted:
+                stored = row.get("part_tokens")
+                if stored is not None and len(stored) == len(m.parts):
+                    counts.update(zip(m.parts, stored, strict=True))
+                elif len(m.parts) == 1:
+                    counts[m.parts[0]] = m.tokens
     if current is not None:
-        yield current, messages
+        yield (current, messages, counts) if counted else (current, messages)
 
 
 def _with_bucket(table: str) -> pa.Schema:

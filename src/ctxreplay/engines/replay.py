@@ -45,8 +45,8 @@ from ..llm.endpoint import EndpointParams, in_run
 from ..policies.base import Policy, make_policy, rebuild_policy
 from ..policies.budget import editable_tokens
 from ..replay.context import PrefixContext
-from ..replay.cost import case_cost
-from ..replay.objects import ObjectIndex, build_index, part_tokens
+from ..replay.cost import Baseline, baseline_cost, case_cost
+from ..replay.objects import ObjectIndex, PartCounter, build_index, part_tokens
 from ..replay.outcome import Outcome, replay_case
 from ..replay.plan import PlannerReport
 from ..replay.view import Archive, InvalidViewError, view_problems
@@ -200,6 +200,7 @@ def prefix_context(
     messages: Sequence[Message],
     count: Callable[[str], int],
     index_cache: dict[int, ObjectIndex],
+    memo: dict[Any, Any] | None = None,
 ) -> tuple[PrefixContext, list[Message]]:
     case_messages = materialise(case, messages)
     prefix = case_messages.prefix
@@ -213,8 +214,32 @@ def prefix_context(
         index,
         count,
         recorded_compaction=case_messages.compaction_at_cut,
+        memo={} if memo is None else memo,
     )
     return ctx, list(case_messages.future)
+
+
+@dataclass
+class CaseFacts:
+    """What a case's rows hold whatever the policy, worked out for its first policy only: the
+    future's baseline cost, the editable tokens, and whether the prefix itself is a valid
+    request (what an unchanged view is)."""
+
+    baseline: Baseline
+    editable: int
+    prefix: tuple[Message, ...]
+    _problems: list[str] | None = None
+
+    @classmethod
+    def of(cls, ctx: PrefixContext, future: Sequence[Message], tariff: Any) -> CaseFacts:
+        return cls(baseline_cost(ctx.messages, future, tariff), editable_tokens(ctx), ctx.messages)
+
+    def problems(self, view: Sequence[Message]) -> list[str]:
+        if tuple(view) != self.prefix:
+            return view_problems(view)
+        if self._problems is None:
+            self._problems = view_problems(view)
+        return self._problems
 
 
 def outcome_rows(
@@ -224,7 +249,11 @@ def outcome_rows(
     future: Sequence[Message],
     tariff: Any,
     name: str,
+    facts: CaseFacts | None = None,
 ) -> tuple[FiguresRow, list[dict[str, Any]], dict[str, Any]]:
+    """A case's figures, decisions and views rows under one policy (``facts``: the case's
+    ``CaseFacts`` when another policy worked them out already)."""
+    facts = facts if facts is not None else CaseFacts.of(ctx, future, tariff)
     view = outcome.view
     rehearsal = outcome.rehearsal
     counts = {a: 0 for a in ("fold", "mask", "prune")}
@@ -237,9 +266,15 @@ def outcome_rows(
     plan = outcome.plan
     planner = plan.planner or PlannerReport()
     cost = case_cost(
-        ctx.messages, view.messages, first_edit, future, tariff, float(planner.usd or 0.0)
+        ctx.messages,
+        view.messages,
+        first_edit,
+        future,
+        tariff,
+        float(planner.usd or 0.0),
+        baseline=facts.baseline,
     )
-    editable = editable_tokens(ctx)
+    editable = facts.editable
     budget = plan.budget
     figures: FiguresRow = {
         "policy": outcome.policy,
@@ -311,7 +346,7 @@ def outcome_rows(
                 "ref": archive_of.get(obj.id),
             }
         )
-    problems = view_problems(view.messages)
+    problems = facts.problems(view.messages)
     if problems:  # never write a row for a view no provider would accept
         raise InvalidViewError(outcome.policy, case["case_id"], problems)
     entries = []
@@ -407,7 +442,7 @@ def run_chunk(
     ]
     sidecar = SidecarStore(storage.join(out, "sidecar"))
     archives: dict[str, Archive] = {}  # by ref: each payload of the chunk once
-    sessions = dict(corpus.iter_sessions(chunk.sessions))
+    sessions = {sid: (ms, known) for sid, ms, known in corpus.counted_sessions(chunk.sessions)}
     by_session: dict[str, list[dict[str, Any]]] = {}
     for case in chunk.cases.iter_rows(named=True):
         by_session.setdefault(case["session_id"], []).append(case)
@@ -418,18 +453,22 @@ def run_chunk(
     t = Tariff(**tariff)
     timings = {p.label: 0.0 for p in built}
     for sid in chunk.sessions:
-        messages = sessions.get(sid)
-        if messages is None:
+        found = sessions.pop(sid, None)
+        if found is None:
             raise RunError(f"session {sid} named by the cases is not in the corpus")
+        messages, known = found
+        counter = PartCounter(count, known)  # the stored counts of the session's parts
         index_cache: dict[int, ObjectIndex] = {}
+        memo: dict[Any, Any] = {}  # the planners' findings of the session's texts
         for case in by_session.get(sid, ()):
-            ctx, future = prefix_context(case, messages, count, index_cache)
+            ctx, future = prefix_context(case, messages, counter, index_cache, memo)
+            facts = CaseFacts.of(ctx, future, t)
             for policy in built:
                 started = time.perf_counter()
                 outcome = replay_case(policy, ctx)
                 timings[policy.label] += time.perf_counter() - started
                 archives.update((a.ref, a) for a in outcome.view.archives)
-                f, d, v = outcome_rows(outcome, ctx, case, future, t, policy.name)
+                f, d, v = outcome_rows(outcome, ctx, case, future, t, policy.name, facts)
                 rows[policy.label]["figures"].append(f)
                 rows[policy.label]["decisions"].extend(d)
                 rows[policy.label]["views"].append(v)
@@ -562,6 +601,7 @@ def _replay_into(
         summary.skipped += len(policies) - len(missing)
         if missing:
             todo.append((chunk, missing))
+    todo.sort(key=lambda item: -_work(*item))  # the longest first: no straggler at the end
     total = sum(c.cases.height * len(m) for c, m in todo)
     per_policy: dict[str, PolicySummary] = {label: PolicySummary(label) for label in labels}
     bar = tqdm(total=total, unit="case", desc="replay", disable=not progress)
@@ -590,6 +630,16 @@ def _replay_into(
     if mirror.remote:
         summary.run = str(mirror.location)
     return summary
+
+
+def _work(chunk: Chunk, policies: Sequence[object]) -> float:
+    """What replaying a chunk costs, for the order chunks are handed out in: its prefixes'
+    tokens for each policy left (every policy reads each prefix whole). A chunk holds whole
+    sessions, and one long session cut often outweighs many short ones: handed out last, it
+    would be replayed alone while the other workers idle (longest processing time first)."""
+    if "prefix_tokens" not in chunk.cases.columns:
+        return float(chunk.cases.height * len(policies))
+    return float(chunk.cases["prefix_tokens"].sum() or 0) * len(policies)
 
 
 def _write_manifest(run: Path, manifest: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from ..datasets.messages import Part
 from ..replay.context import PrefixContext
@@ -228,22 +228,42 @@ def locators(text: str) -> list[str]:
     return list(seen)
 
 
+def result_is_log_like(
+    ctx: PrefixContext, obj: ContextObject, min_lines: int, ratio: float
+) -> bool:
+    """``is_log_like`` of a result's body, found once per session (``ctx.memo``, by the part
+    and the thresholds)."""
+    part = result_part(ctx, obj)
+    key = ("log_like", part, min_lines, ratio)
+    found: bool | None = ctx.memo.get(key)
+    if found is None:
+        found = ctx.memo[key] = is_log_like(part.content or "", min_lines, ratio)
+    return found
+
+
+def result_locators(ctx: PrefixContext, obj: ContextObject) -> list[str]:
+    """``locators`` of a result's body, found once per session (``ctx.memo``, by the part)."""
+    part = result_part(ctx, obj)
+    key = ("locators", part)
+    found: list[str] | None = ctx.memo.get(key)
+    if found is None:
+        found = ctx.memo[key] = locators(part.content or "")
+    return found
+
+
 def unique_locators(ctx: PrefixContext, obj: ContextObject) -> list[str]:
-    """Locators of a result that appear nowhere else in the prefix, not even in its own call."""
-    body = result_body(ctx, obj)
-    found = locators(body)
+    """Locators of a result that appear nowhere else in the prefix, not even in its own call.
+    (A locator holds no newline, so none runs across two of the prefix's texts.)"""
+    found = result_locators(ctx, obj)
     if not found:
         return []
-    elsewhere = "\n".join(_texts_outside(ctx, obj))
-    return [loc for loc in found if loc not in elsewhere]
-
-
-def _texts_outside(ctx: PrefixContext, obj: ContextObject) -> Iterable[str]:
-    for i, m in enumerate(ctx.messages):
-        for p in m.parts:
-            if i == obj.result_index and p.type == "tool_call_response" and p.id == obj.call_id:
-                continue
-            yield from p.token_texts()
+    i = obj.result_index
+    own = [
+        (i, k)
+        for k, p in enumerate(ctx.messages[i].parts)
+        if p.type == "tool_call_response" and p.id == obj.call_id
+    ]
+    return [loc for loc in found if not ctx.text.elsewhere(loc, own)]
 
 
 def first_line(body: str) -> str:

@@ -25,11 +25,12 @@ from .need import predict, priority
 from .recorded import recorded_edits
 
 
-def forgetting_note(body: str, limit: int) -> str:
+def forgetting_note(body: str, limit: int, found: list[str] | None = None) -> str:
     """A deterministic stand-in for the model's note: the first line and the locators the
-    result carries, bounded to ``limit`` characters."""
+    result carries (``found``: ``sel.locators(body)`` when already found), bounded to
+    ``limit`` characters."""
     head = sel.first_line(body)
-    found = sel.locators(body)
+    found = sel.locators(body) if found is None else found
     note = head
     if found:
         listed = sel.clip(", ".join(found), max(limit - min(len(head), limit // 2) - 12, 0))
@@ -101,7 +102,9 @@ class AgentForgetting(ModelPlannerMixin, Policy):
             Edit(
                 f.id,
                 "fold",
-                note=forgetting_note(sel.result_body(ctx, f), p.note_chars),
+                note=forgetting_note(
+                    sel.result_body(ctx, f), p.note_chars, sel.result_locators(ctx, f)
+                ),
                 reason="large_older_result",
             )
             for f in sel.editable_functions(ctx)
@@ -127,7 +130,9 @@ class AgentForgetting(ModelPlannerMixin, Policy):
             Edit(
                 e.obj.id,
                 "fold",
-                note=forgetting_note(sel.result_body(ctx, e.obj), p.note_chars),
+                note=forgetting_note(
+                    sel.result_body(ctx, e.obj), p.note_chars, sel.result_locators(ctx, e.obj)
+                ),
                 reason=f"{e.reason} (need {e.score:.2f})",
             )
             for e in spent.edits

@@ -170,7 +170,7 @@ class SelfGC(ModelPlannerMixin, Policy):
                 return Edit(f.id, "keep", reason="unique_locators: " + ", ".join(unique[:5]))
         if f.is_error and _later_success(f, functions):
             return Edit(f.id, "prune", reason="failed_attempt")
-        if sel.is_log_like(body, p.log_min_lines, p.log_shape_ratio):
+        if sel.result_is_log_like(ctx, f, p.log_min_lines, p.log_shape_ratio):
             head = int(len(body) * p.mask_ratio)
             return Edit(f.id, "mask", head=head, tail=head, reason="repetitive_log")
         if not f.is_error and tokens >= p.fold_min_tokens:

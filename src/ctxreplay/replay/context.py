@@ -8,8 +8,9 @@ the core imports no policy and a planner from anywhere can be replayed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..datasets.messages import Message
 from .objects import ObjectIndex, build_index
@@ -31,10 +32,55 @@ class PrefixContext:
     #: the summary the agent really replaced this context with, when the trace records a
     #: compaction at this cut (what ``recorded`` replays; no other planner reads it)
     recorded_compaction: str | None = None
+    #: what planners found of the session's own texts, shared by every case of the session the
+    #: engine replays (keys name what they hold and the part or text they were found in, so an
+    #: entry holds for any case that has that part)
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def tokens(self) -> int:
         return sum(m.tokens for m in self.messages)
+
+    @cached_property
+    def text(self) -> PrefixText:
+        """Every text of the prefix a tokenizer reads, joined once per case (searched by
+        planners that ask whether a string appears anywhere else)."""
+        return PrefixText.of(self.messages)
+
+
+@dataclass(frozen=True)
+class PrefixText:
+    """The prefix's texts joined by newlines, and where each part's texts are in it."""
+
+    text: str
+    spans: dict[tuple[int, int], tuple[int, int]]  # (message, part) → (start, end)
+
+    @classmethod
+    def of(cls, messages: Sequence[Message]) -> PrefixText:
+        pieces: list[str] = []
+        spans: dict[tuple[int, int], tuple[int, int]] = {}
+        at = 0
+        for i, m in enumerate(messages):
+            for k, p in enumerate(m.parts):
+                start = at
+                for s in p.token_texts():
+                    pieces.append(s)
+                    at += len(s) + 1
+                spans[(i, k)] = (start, max(start, at - 1))
+        return cls("\n".join(pieces), spans)
+
+    def elsewhere(self, needle: str, skip: Sequence[tuple[int, int]]) -> bool:
+        """Whether ``needle`` (no newline in it) occurs in a text of any part but ``skip``."""
+        if not needle:
+            return False
+        holes = sorted(self.spans[k] for k in skip if k in self.spans)
+        text, pos = self.text, self.text.find(needle)
+        while pos != -1:
+            hole = next(((a, b) for a, b in holes if a <= pos < b), None)
+            if hole is None:
+                return True
+            pos = text.find(needle, hole[1])
+        return False
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,42 @@ class CaseCost:
         }
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """A case's future requests without any edit and what they cost: the same for every
+    policy replayed on the case, so worked out once per case (``baseline_cost``)."""
+
+    prefix_tokens: int
+    prefix_prompt: int  # the prefix as one request's prompt (``prompt_tokens``)
+    requests: tuple[Request, ...]
+    cached: tuple[int, ...]  # each request's cache-served tokens, perfect prefix caching
+    usd: tuple[float, float]  # (low, high)
+    recorded: bool  # the trace recorded cache hits for every future request
+
+
+def baseline_cost(prefix: Sequence[Message], future: Sequence[Message], tariff: Tariff) -> Baseline:
+    prefix_tokens = sum(m.tokens for m in prefix)
+    base = future_requests(prefix_tokens, len(prefix), future)
+    recorded = bool(base) and all(r.recorded_cached is not None for r in base)
+    prev = prompt_tokens(prefix)
+    first = prev
+    cached: list[int] = []
+    low = high = 0.0
+    for r in base:
+        # a recorded cache hit counts the provider's prompt (tool schemas, its framing), ours
+        # does not hold all of that: the cached share is at most the prompt it is part of
+        k = (
+            min(r.recorded_cached, r.prompt)
+            if recorded and r.recorded_cached is not None
+            else min(prev, r.prompt)
+        )
+        cached.append(k)
+        low += tariff.cost(r.prompt, k, r.completion)
+        high += tariff.cost(r.prompt, k if recorded else 0, r.completion)
+        prev = r.prompt
+    return Baseline(prefix_tokens, first, tuple(base), tuple(cached), (low, high), recorded)
+
+
 def case_cost(
     prefix: Sequence[Message],
     view: Sequence[Message],
@@ -92,60 +128,53 @@ def case_cost(
     future: Sequence[Message],
     tariff: Tariff,
     planner_cost: float = 0.0,
+    baseline: Baseline | None = None,
 ) -> CaseCost:
-    """``first_edit``: index in the prefix of the first message the view changed (None: none)."""
-    prefix_tokens = sum(m.tokens for m in prefix)
+    """``first_edit``: index in the prefix of the first message the view changed (None: none).
+    ``baseline``: the case's ``baseline_cost`` when already worked out (for another policy)."""
+    b = baseline if baseline is not None else baseline_cost(prefix, future, tariff)
+    base = b.requests
     view_tokens = sum(m.tokens for m in view)
-    base = future_requests(prefix_tokens, len(prefix), future)
-    saved = (prefix_tokens + MESSAGE_OVERHEAD * len(prefix)) - (
+    saved = (b.prefix_tokens + MESSAGE_OVERHEAD * len(prefix)) - (
         view_tokens + MESSAGE_OVERHEAD * len(view)
     )
     policy = [Request(r.prompt - saved, r.completion) for r in base]
     kept_before_edit = (
         prompt_tokens(prefix[:first_edit]) - REQUEST_OVERHEAD
         if first_edit is not None
-        else prefix_tokens
+        else b.prefix_tokens
     )
-    # perfect prefix caching: each request reuses the previous prompt; the first request after
-    # the cut reuses the prefix — or, with an edit, only what precedes the first edited message
-    prev_base = prompt_tokens(prefix)
-    prev_policy = kept_before_edit if first_edit is not None else prev_base
-    cached_base = cached_policy = 0
-    low_b = high_b = low_p = high_p = 0.0
-    recorded = bool(base) and all(r.recorded_cached is not None for r in base)
-    for rb, rp in zip(base, policy, strict=True):
-        # a recorded cache hit counts the provider's prompt (tool schemas, its framing), ours
-        # does not hold all of that: the cached share is at most the prompt it is part of
-        kb = (
-            min(rb.recorded_cached, rb.prompt)
-            if recorded and rb.recorded_cached is not None
-            else min(prev_base, rb.prompt)
-        )
-        if not recorded:
-            kp = min(prev_policy, rp.prompt)
-        elif first_edit is None:  # nothing edited: the recorded hits stand as they were
-            kp = min(kb, rp.prompt)
-        else:
-            kp = max(0, min(kb, rp.prompt, prev_policy))
-        cached_base += kb
-        cached_policy += kp
-        low_b += tariff.cost(rb.prompt, kb, rb.completion)
-        high_b += tariff.cost(rb.prompt, kb if recorded else 0, rb.completion)
-        low_p += tariff.cost(rp.prompt, kp, rp.completion)
-        high_p += tariff.cost(rp.prompt, kp if recorded else 0, rp.completion)
-        prev_base, prev_policy = rb.prompt, rp.prompt
-    cache_break = max(0, prompt_tokens(prefix) - kept_before_edit) if first_edit is not None else 0
+    if first_edit is None:  # the view is the prefix: the policy's requests are the baseline's
+        low_p, high_p = b.usd
+        cached_policy = sum(b.cached)
+    else:
+        # perfect prefix caching: each request reuses the previous prompt; the first request
+        # after the cut reuses only what precedes the first edited message
+        prev_policy = kept_before_edit
+        cached_policy = 0
+        low_p = high_p = 0.0
+        for rp, kb in zip(policy, b.cached, strict=True):
+            kp = (
+                max(0, min(kb, rp.prompt, prev_policy))
+                if b.recorded
+                else min(prev_policy, rp.prompt)
+            )
+            cached_policy += kp
+            low_p += tariff.cost(rp.prompt, kp, rp.completion)
+            high_p += tariff.cost(rp.prompt, kp if b.recorded else 0, rp.completion)
+            prev_policy = rp.prompt
+    cache_break = max(0, b.prefix_prompt - kept_before_edit) if first_edit is not None else 0
     return CaseCost(
         requests=len(base),
         input_baseline=sum(r.prompt for r in base),
         input_policy=sum(r.prompt for r in policy),
-        cached_max_baseline=cached_base,
+        cached_max_baseline=sum(b.cached),
         cached_max_policy=cached_policy,
         output=sum(r.completion for r in base),
         cache_break_tokens=cache_break,
-        usd_baseline=(low_b, high_b),
+        usd_baseline=b.usd,
         usd_policy=(low_p + planner_cost, high_p + planner_cost),
-        recorded_cache=recorded,
+        recorded_cache=b.recorded,
     )
 
 

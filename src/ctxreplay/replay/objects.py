@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,7 +27,29 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
 def part_tokens(part: Part, count: Callable[[str], int]) -> int:
+    """Tokens of a part: the count the corpus stores for it when ``count`` knows it
+    (``PartCounter``), else its texts counted."""
+    if isinstance(count, PartCounter):
+        return count.part(part)
     return sum(count(s) for s in part.token_texts())
+
+
+class PartCounter:
+    """A token counter that knows the counts the corpus stores for a session's parts: a part
+    equal to one of them (every field alike, so the same texts) takes its stored count, and
+    anything a policy wrote (a mask, a pointer, a note, a summary) is counted, exactly. Called
+    on a string, it counts it."""
+
+    def __init__(self, count: Callable[[str], int], known: Mapping[Part, int]) -> None:
+        self.count = count
+        self.known = known
+
+    def __call__(self, text: str) -> int:
+        return self.count(text)
+
+    def part(self, part: Part) -> int:
+        n = self.known.get(part)
+        return n if n is not None else sum(self.count(s) for s in part.token_texts())
 
 
 @dataclass(frozen=True, slots=True)

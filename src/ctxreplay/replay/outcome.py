@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..datasets.messages import Message
 from .context import Planner, PrefixContext
 from .plan import Plan, PlannerError, Rehearsal, rehearse
-from .view import Origin, View, commit
+from .view import View, commit, identity_view
 
 
 @dataclass(frozen=True)
@@ -25,13 +23,6 @@ class Outcome:
     @property
     def pruning_rate(self) -> float:
         return self.view.pruning_rate
-
-
-def identity_view(messages: Sequence[Message]) -> View:
-    tokens = sum(m.tokens for m in messages)
-    return View(
-        tuple(messages), tuple(Origin(i) for i in range(len(messages))), (), {}, tokens, tokens
-    )
 
 
 def replay_case(policy: Planner, ctx: PrefixContext) -> Outcome:

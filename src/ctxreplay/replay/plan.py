@@ -128,7 +128,7 @@ def rehearse(plan: Plan, index: ObjectIndex) -> Rehearsal:
     seen: dict[str, Edit] = {}
     accepted: list[Edit] = []
     dropped: list[Dropped] = []
-    edited_spans: list[tuple[ContextObject, set[int]]] = []
+    edited = _Edited()
     touched_latest = False
 
     def drop(edit: Edit, reason: str, detail: str = "") -> None:
@@ -165,7 +165,7 @@ def rehearse(plan: Plan, index: ObjectIndex) -> Rehearsal:
         if edit.action in ("mask", "compact") and obj.kind != "function":
             drop(edit, "not_applicable", f"{edit.action} applies to tool results")
             continue
-        clash = _overlap(obj, edited_spans, index)
+        clash = edited.overlap(obj)
         if clash is not None:
             drop(edit, "overlap", f"with {clash}")
             continue
@@ -173,7 +173,7 @@ def rehearse(plan: Plan, index: ObjectIndex) -> Rehearsal:
             drop(edit, "split_pair", "a call in this turn is answered outside it")
             continue
         accepted.append(edit)
-        edited_spans.append((obj, _span(obj)))
+        edited.add(obj)
     rejected = None
     if plan.all_or_nothing and dropped:
         first = dropped[0]
@@ -184,15 +184,28 @@ def rehearse(plan: Plan, index: ObjectIndex) -> Rehearsal:
     return Rehearsal(tuple(accepted), tuple(dropped), rejected, saving, touched_latest)
 
 
-def _overlap(
-    obj: ContextObject, edited: list[tuple[ContextObject, set[int]]], index: ObjectIndex
-) -> str | None:
-    for other, span in edited:
-        if obj.kind == "function" and other.kind == "user_turn" and obj.call_index in span:
-            return other.id
-        if obj.kind == "user_turn" and other.kind == "function" and other.call_index in _span(obj):
-            return other.id
-    return None
+class _Edited:
+    """The objects a rehearsal accepted so far, by where they are: a function clashes with an
+    edited turn whose span holds its call, a turn with the first edited function it holds."""
+
+    def __init__(self) -> None:
+        self.turn_at: dict[
+            int, str
+        ] = {}  # message → the edited turn holding it (turns are disjoint)
+        self.calls: list[tuple[int, str]] = []  # edited functions' call messages, in order
+
+    def add(self, obj: ContextObject) -> None:
+        if obj.kind == "user_turn":
+            for i in obj.messages:
+                self.turn_at.setdefault(i, obj.id)
+        else:
+            self.calls.append((obj.call_index, obj.id))
+
+    def overlap(self, obj: ContextObject) -> str | None:
+        if obj.kind == "function":
+            return self.turn_at.get(obj.call_index)
+        span = _span(obj)
+        return next((oid for i, oid in self.calls if i in span), None)
 
 
 def _in_latest_user_message(obj: ContextObject, index: ObjectIndex) -> bool:

@@ -133,6 +133,14 @@ def mask_text(body: str, head: int, tail: int, count: Callable[[str], int]) -> s
     return body[:head] + marker + body[len(body) - tail :]
 
 
+def identity_view(messages: Sequence[Message]) -> View:
+    """The prefix as it is: what a view that edits nothing, or is not committed, holds."""
+    tokens = sum(m.tokens for m in messages)
+    return View(
+        tuple(messages), tuple(Origin(i) for i in range(len(messages))), (), {}, tokens, tokens
+    )
+
+
 def commit(
     rehearsal: Rehearsal,
     messages: Sequence[Message],
@@ -148,6 +156,8 @@ def commit(
     ``summary`` (Self-GC's above_conversation_summary) is placed after the system prompt.
     """
     edits = {e.object_id: e for e in rehearsal.accepted if e.action != "keep"}
+    if not edits:
+        return identity_view(messages)
     part_edit: dict[
         tuple[int, str], Part | None
     ] = {}  # (message, "call:id"/"result:id") → new part
@@ -173,6 +183,7 @@ def commit(
                     role="user",
                     parts=(Part.text(text),),
                     seq=messages[obj.messages[0]].seq,
+                    tokens=count(text) if text else 0,
                     flags=(POINTER_FLAG,),
                 )
         else:
@@ -182,11 +193,13 @@ def commit(
     origins: list[Origin] = []
     for i, m in enumerate(messages):
         if summary and edits and i == _after_system(messages):
+            block = summary_block(summary)
             out.append(
                 Message(
                     role="user",
-                    parts=(Part.text(summary_block(summary)),),
+                    parts=(Part.text(block),),
                     seq=m.seq,
+                    tokens=count(block),
                     flags=(SUMMARY_FLAG,),
                 )
             )

@@ -197,7 +197,18 @@ def corrected_interval(
             f"draws of {draws.n} values with seed {draws.seed} and n_boot {draws.n_boot} do not "
             f"match {n} values with seed {seed} and n_boot {n_boot}"
         )
-    observed = float(values.mean()) if n else NAN
+    if draws is None:
+        draws = stats.cluster_draws(values, clusters, seed, n_boot)
+    return corrected_from_draws(draws, calibration, alpha)
+
+
+def corrected_from_draws(
+    draws: stats.ClusterDraws, calibration: JudgeAccuracy, alpha: float = 0.05
+) -> CorrectedInterval:
+    """``corrected_interval`` of the values whose session-cluster draws these are (a report
+    draws them from per-session aggregates): the observed rate is the draws' estimate."""
+    n, seed, n_boot = draws.n, draws.seed, draws.n_boot
+    observed = draws.estimate if n else NAN
     sens, spec = calibration.sensitivity, calibration.specificity
     estimate = corrected_no_impact(observed, sens, spec)
 
@@ -217,9 +228,8 @@ def corrected_interval(
         )
 
     if n == 0 or math.isnan(estimate):
-        return result(NAN, NAN, len(set(map(str, clusters))), 0)
-    cases = draws if draws is not None else stats.cluster_draws(values, clusters, seed, n_boot)
-    p_no = cases.draws
+        return result(NAN, NAN, draws.clusters, 0)
+    p_no = draws.draws
     rng = np.random.default_rng([seed, 0xCA11B])
     pos, neg = calibration.positives, calibration.negatives
     sens_b = rng.binomial(pos, sens, size=n_boot) / pos
@@ -228,10 +238,10 @@ def corrected_interval(
     keep = denom > 0
     dropped = int((~keep).sum())
     if not keep.any():
-        return result(NAN, NAN, cases.clusters, dropped)
+        return result(NAN, NAN, draws.clusters, dropped)
     prevalence = np.clip(((1 - p_no[keep]) + spec_b[keep] - 1) / denom[keep], 0.0, 1.0)
     low, high = stats.percentile(estimate, 1 - prevalence, alpha)
-    return result(low, high, cases.clusters, dropped)
+    return result(low, high, draws.clusters, dropped)
 
 
 def reference_words(against: str) -> str:

@@ -245,6 +245,17 @@ def cluster_draws(
     (0.75, 3, 200)
     """
     sums, counts = _cluster_totals(values, clusters)
+    return totals_draws(sums, counts, seed, n_boot)
+
+
+def totals_draws(
+    sums: np.ndarray, counts: np.ndarray, seed: int = 0, n_boot: int = 2000
+) -> ClusterDraws:
+    """``cluster_draws`` from each cluster's sum of values and count of observations, the
+    clusters in the order of their names (as ``numpy.unique`` sorts them): the same draws, from
+    per-session aggregates instead of one value per observation."""
+    sums = np.asarray(sums, dtype=float)
+    counts = np.asarray(counts, dtype=float)
     n = int(counts.sum())
     if n == 0:
         return ClusterDraws(NAN, np.empty(0), 0, 0, n_boot, seed)

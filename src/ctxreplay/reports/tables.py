@@ -323,8 +323,14 @@ def failures_table(outcomes: pl.DataFrame, policies: Sequence[str]) -> pl.DataFr
     both = pl.concat([unscored, failed]).with_columns(pl.col("reason").fill_null("(no reason)"))
     if both.height == 0:
         return pl.DataFrame(schema=FAILURES_SCHEMA)
-    order = {p: i for i, p in enumerate(policies)}
     counted = both.group_by("policy", "kind", "reason").agg(pl.len().cast(pl.Int64).alias("cases"))
+    return sort_failures(counted, policies)
+
+
+def sort_failures(counted: pl.DataFrame, policies: Sequence[str]) -> pl.DataFrame:
+    """``failures_table``'s counts (policy, kind, reason, cases) in its order: by policy, then
+    kind, the most frequent reason first."""
+    order = {p: i for i, p in enumerate(policies)}
     return (
         counted.with_columns(pl.col("policy").replace_strict(order, default=len(order)).alias("o"))
         .sort(["o", "kind", "cases", "reason"], descending=[False, False, True, False])
@@ -461,7 +467,6 @@ def paired_row(
     ok = both["ok"]
     ref_ok = both["ref_ok"]
     _, b, c = discordant(both)
-    test = stats.mcnemar(b, c, exact_below) if both.height else None
     diff = stats.paired_bootstrap_diff(
         ok.cast(pl.Float64).to_numpy(),
         ref_ok.cast(pl.Float64).to_numpy(),
@@ -470,14 +475,30 @@ def paired_row(
         n_boot,
         alpha,
     )
+    cells = (int((ok & ref_ok).sum()), b, c, int((~ok & ~ref_ok).sum()))
+    return paired_record(policy, reference, cells, diff, exact_below)
+
+
+def paired_record(
+    policy: str,
+    reference: str,
+    cells: tuple[int, int, int, int],
+    diff: stats.BootstrapInterval,
+    exact_below: int | None = stats.EXACT_BELOW,
+) -> dict[str, Any]:
+    """A row of ``paired_table`` from its 2×2 cells (both no-impact, b, c, both impact) and
+    its paired bootstrap of the difference; McNemar's test on (b, c)."""
+    both_ok, b, c, both_impact = cells
+    n = both_ok + b + c + both_impact
+    test = stats.mcnemar(b, c, exact_below) if n else None
     return {
         "policy": policy,
         "reference": reference,
-        "n_paired": both.height,
-        "both_no_impact": int((ok & ref_ok).sum()),
+        "n_paired": n,
+        "both_no_impact": both_ok,
         "b": b,
         "c": c,
-        "both_impact": int((~ok & ~ref_ok).sum()),
+        "both_impact": both_impact,
         "test": test.method if test else None,
         "statistic": test.statistic if test else math.nan,
         "p": test.pvalue if test else math.nan,
@@ -1236,6 +1257,64 @@ def sort_reasons(reasons: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+#: the figures' cost columns ``cost_table`` sums, integers and USD
+COST_INTS = (
+    "requests", "input_baseline", "input_policy", "cached_max_baseline", "cached_max_policy",
+    "output_tokens",
+)  # fmt: skip
+COST_FLOATS = (
+    "usd_baseline_low", "usd_baseline_high", "usd_policy_low", "usd_policy_high", "planner_usd",
+)  # fmt: skip
+
+
+def cost_row(
+    policy: str, sums: Mapping[str, Any], decisions: pl.DataFrame, tariff: Tariff | None
+) -> dict[str, Any]:
+    """One policy's row of ``cost_table`` from its sums over cases (``COST_INTS``,
+    ``COST_FLOATS``, cases, committed, cache breaks and their tokens, recoveries, recorded
+    cache hits, and the recoveries' rounded payload and request tokens) and its commit
+    reasons."""
+    payload, request = int(sums["payload"]), int(sums["request"])
+    recovery = payload + request
+    rec_low = rec_high = 0.0
+    if tariff is not None and recovery:
+        rec_low = tariff.cost(recovery, request, 0)
+        rec_high = tariff.cost(recovery, 0, 0)
+    base, pol = int(sums["input_baseline"]), int(sums["input_policy"]) + recovery
+    summary = "; ".join(
+        f"{'commit' if r['committed'] else 'skip'}: {r['reason']} ×{r['cases']}"
+        for r in decisions.iter_rows(named=True)
+    )
+    usd = {c: float(sums[c]) for c in COST_FLOATS}
+    return {
+        "policy": policy,
+        "cases": int(sums["cases"]),
+        "committed": int(sums["committed"]),
+        "cache_breaks": int(sums["cache_breaks"]),
+        "cache_break_tokens": int(sums["cache_break_tokens"]),
+        "requests": int(sums["requests"]),
+        "recovery_requests": int(sums["recoveries"] or 0),
+        "input_baseline": base,
+        "input_policy": pol,
+        "recovery_tokens": recovery,
+        "input_saved_pct": 100.0 * (base - pol) / base if base else math.nan,
+        "cached_max_baseline": int(sums["cached_max_baseline"]),
+        "cached_max_policy": int(sums["cached_max_policy"]) + request,
+        "output_tokens": int(sums["output_tokens"]),
+        "usd_baseline_low": usd["usd_baseline_low"],
+        "usd_baseline_high": usd["usd_baseline_high"],
+        "usd_policy_low": usd["usd_policy_low"] + rec_low,
+        "usd_policy_high": usd["usd_policy_high"] + rec_high,
+        "usd_recovery_low": rec_low,
+        "usd_recovery_high": rec_high,
+        "usd_delta_low": usd["usd_policy_low"] + rec_low - usd["usd_baseline_low"],
+        "usd_delta_high": usd["usd_policy_high"] + rec_high - usd["usd_baseline_high"],
+        "planner_usd": usd["planner_usd"],
+        "recorded_cache": int(sums["recorded_cache"]),
+        "commit_decisions": summary,
+    }
+
+
 def cost_table(
     figures: pl.DataFrame,
     policies: Sequence[str],
@@ -1266,48 +1345,19 @@ def cost_table(
             return float(frame[col].fill_null(0.0).sum())
 
         committed = f.filter(pl.col("committed").fill_null(False))
-        payload = round(usd("recovery_payload_tokens")) if "recoveries" in f.columns else 0
-        request = round(usd("recovery_request_tokens")) if "recoveries" in f.columns else 0
-        recovery = payload + request
-        rec_low = rec_high = 0.0
-        if tariff is not None and recovery:
-            rec_low = tariff.cost(recovery, request, 0)
-            rec_high = tariff.cost(recovery, 0, 0)
-        base, pol = total("input_baseline"), total("input_policy") + recovery
-        decisions = reasons.filter(pl.col("policy") == policy)
-        summary = "; ".join(
-            f"{'commit' if r['committed'] else 'skip'}: {r['reason']} ×{r['cases']}"
-            for r in decisions.iter_rows(named=True)
-        )
-        rows.append(
-            {
-                "policy": policy,
-                "cases": f.height,
-                "committed": committed.height,
-                "cache_breaks": int((committed["cache_break_tokens"].fill_null(0) > 0).sum()),
-                "cache_break_tokens": total("cache_break_tokens", committed),
-                "requests": total("requests"),
-                "recovery_requests": total("recoveries"),
-                "input_baseline": base,
-                "input_policy": pol,
-                "recovery_tokens": recovery,
-                "input_saved_pct": 100.0 * (base - pol) / base if base else math.nan,
-                "cached_max_baseline": total("cached_max_baseline"),
-                "cached_max_policy": total("cached_max_policy") + request,
-                "output_tokens": total("output_tokens"),
-                "usd_baseline_low": usd("usd_baseline_low"),
-                "usd_baseline_high": usd("usd_baseline_high"),
-                "usd_policy_low": usd("usd_policy_low") + rec_low,
-                "usd_policy_high": usd("usd_policy_high") + rec_high,
-                "usd_recovery_low": rec_low,
-                "usd_recovery_high": rec_high,
-                "usd_delta_low": usd("usd_policy_low") + rec_low - usd("usd_baseline_low"),
-                "usd_delta_high": usd("usd_policy_high") + rec_high - usd("usd_baseline_high"),
-                "planner_usd": usd("planner_usd"),
-                "recorded_cache": int(f["recorded_cache"].fill_null(False).sum()),
-                "commit_decisions": summary,
-            }
-        )
+        sums: dict[str, Any] = {
+            "cases": f.height,
+            "committed": committed.height,
+            "cache_breaks": int((committed["cache_break_tokens"].fill_null(0) > 0).sum()),
+            "cache_break_tokens": total("cache_break_tokens", committed),
+            "payload": round(usd("recovery_payload_tokens")) if "recoveries" in f.columns else 0,
+            "request": round(usd("recovery_request_tokens")) if "recoveries" in f.columns else 0,
+            "recoveries": total("recoveries"),
+            "recorded_cache": int(f["recorded_cache"].fill_null(False).sum()),
+            **{c: total(c) for c in COST_INTS},
+            **{c: usd(c) for c in COST_FLOATS},
+        }
+        rows.append(cost_row(policy, sums, reasons.filter(pl.col("policy") == policy), tariff))
     return pl.DataFrame(rows, schema=COST_SCHEMA)
 
 

@@ -767,9 +767,20 @@ def piece_text(text: str, start: int, stop: int) -> str:
     '"Project Alpha", type'
     """
     spans = [m.span() for m in itertools.islice(_PIECE.finditer(text), stop)]
-    if start >= len(spans):
+    return spanned_text(text, spans, start, stop)
+
+
+def piece_spans(text: str) -> list[tuple[int, int]]:
+    """Where each of ``pieces(text)`` is in ``text``: what ``spanned_text`` reads."""
+    return [m.span() for m in _PIECE.finditer(text)]
+
+
+def spanned_text(text: str, spans: Sequence[tuple[int, int]], start: int, stop: int) -> str:
+    """``piece_text`` of a text whose ``piece_spans`` (at least the first ``stop``) are known."""
+    stop = min(stop, len(spans))
+    if start >= stop:
         return ""
-    return " ".join(text[spans[start][0] : spans[-1][1]].split())
+    return " ".join(text[spans[start][0] : spans[stop - 1][1]].split())
 
 
 # --- numbered listings ----------------------------------------------------------------------
@@ -804,22 +815,45 @@ def unnumbered(text: str) -> str:
     return "\n".join(line[k:] for line, k in zip(lines, cut, strict=True))
 
 
+@dataclass(frozen=True)
+class RawPieces:
+    """A text's pieces less its line numbers, each with where it is in the text: found once per
+    source message, then searched by every copy looked up in it (a copied span is looked up
+    where each of its first piece's places is, not at every piece of the source)."""
+
+    text: str
+    spans: list[tuple[str, int, int]]  # piece, raw start, raw end
+    at: dict[str, list[int]]  # piece → its indexes in ``spans``, in order
+
+    @classmethod
+    def of(cls, text: str) -> RawPieces:
+        lines = text.split("\n")
+        cut = _numbered_prefixes(lines)
+        spans: list[tuple[str, int, int]] = []
+        at: dict[str, list[int]] = {}
+        offset = 0
+        for line, k in zip(lines, cut, strict=True):
+            for m in _PIECE.finditer(line, k):
+                at.setdefault(m.group(), []).append(len(spans))
+                spans.append((m.group(), offset + m.start(), offset + m.end()))
+            offset += len(line) + 1
+        return cls(text, spans, at)
+
+    def find(self, wanted: Sequence[str]) -> str | None:
+        """The stretch of the text whose pieces are ``wanted`` (the first), None where none."""
+        n = len(wanted)
+        if not n:
+            return None
+        spans = self.spans
+        for i in self.at.get(wanted[0], ()):
+            if i + n > len(spans):
+                break
+            if all(spans[i + j][0] == wanted[j] for j in range(1, n)):
+                return self.text[spans[i][1] : spans[i + n - 1][2]]
+        return None
+
+
 def raw_of_pieces(text: str, wanted: Sequence[str]) -> str | None:
     """The stretch of ``text`` (line numbers and all) whose pieces, less its line numbers, are
     ``wanted``: where a copy came from, as the message holds it. None where it is not there."""
-    lines = text.split("\n")
-    cut = _numbered_prefixes(lines)
-    spans: list[tuple[str, int, int]] = []  # piece, raw start, raw end
-    at = 0
-    for line, k in zip(lines, cut, strict=True):
-        for m in _PIECE.finditer(line, k):
-            spans.append((m.group(), at + m.start(), at + m.end()))
-        at += len(line) + 1
-    n = len(wanted)
-    if not n:
-        return None
-    first = wanted[0]
-    for i in range(len(spans) - n + 1):
-        if spans[i][0] == first and all(spans[i + j][0] == wanted[j] for j in range(1, n)):
-            return text[spans[i][1] : spans[i + n - 1][2]]
-    return None
+    return RawPieces.of(text).find(wanted)

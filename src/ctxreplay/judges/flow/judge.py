@@ -260,11 +260,14 @@ class FlowJudge(Judge):
         losses: list[Loss] = []
         recoverable = 0
         blocker = current_blocker(item.index)
+        holds: ViewHolds | None = None
         for u in missing:
             if _present(u.fact, at_seq.get(item.prefix[u.source].seq, ""), written_sq, view_sq):
                 continue
-            if self.params.elsewhere and elsewhere(index, u, item.view):
-                continue
+            if self.params.elsewhere and u.how == "key":
+                holds = holds if holds is not None else ViewHolds(index, item.view)
+                if holds.holds(u):
+                    continue
             if recoverable_sq and u.fact.in_text(recoverable_sq):
                 recoverable += 1
                 continue
@@ -272,21 +275,42 @@ class FlowJudge(Judge):
         return tally("facts used", losses, len(uses), recoverable)
 
 
-def elsewhere(index: SessionIndex, u: Use, view: Sequence[Message]) -> bool:
-    """Whether a value the future named by key is in the view still: under the same key in any
-    message (a record read again), or in a user's or the agent's own message (its summary)."""
-    if u.how != "key" or not u.evidence_tokens or not u.fact.key:
+class ViewHolds:
+    """Whether a value the future named by key is in the view still (``holds``): under the
+    same key in any message (a record read again), or in a user's or the agent's own message
+    (its summary). The view's messages are looked into once per view, not once per use, and
+    only as far as a use needs: each key's field tokens, and the tokens of the user's and the
+    agent's messages, gathered as the scan goes."""
+
+    def __init__(self, index: SessionIndex, view: Sequence[Message]) -> None:
+        self.index = index
+        self.rest = iter(view)
+        self.by_key: dict[str, list[frozenset[str]]] = {}
+        self.prose: list[frozenset[str]] = []
+
+    def holds(self, u: Use) -> bool:
+        if u.how != "key" or not u.evidence_tokens or not u.fact.key:
+            return False
+        key, wanted = u.fact.key[-1], u.evidence_tokens
+        if any(wanted <= t for t in self.by_key.get(key, ())) or any(
+            wanted <= t for t in self.prose
+        ):
+            return True
+        for m in self.rest:  # the messages not looked into yet
+            if m.role in ALWAYS_ROLES:
+                continue
+            info = self.index.source(m)
+            hit = False
+            for k, where in info.by_key.items():
+                tokens = [info.fields[j].tokens for j in where]
+                self.by_key.setdefault(k, []).extend(tokens)
+                hit = hit or (k == key and any(wanted <= t for t in tokens))
+            if m.role in ("assistant", "user") and not info.result:
+                self.prose.append(info.tokens)
+                hit = hit or wanted <= info.tokens
+            if hit:
+                return True
         return False
-    key, wanted = u.fact.key[-1], u.evidence_tokens
-    for m in view:
-        if m.role in ALWAYS_ROLES:
-            continue
-        info = index.source(m)
-        if any(wanted <= info.fields[j].tokens for j in info.by_key.get(key, ())):
-            return True
-        if m.role in ("assistant", "user") and not info.result and wanted <= info.tokens:
-            return True
-    return False
 
 
 #: a probe this long is specific enough to be found anywhere in the view
@@ -340,4 +364,4 @@ def _category(u: Use, item: JudgeInput, blocker: str | None, hidden: bool) -> st
     return "evidence_detail"
 
 
-__all__ = ["RULES_VERSION", "FlowJudge", "elsewhere", "frequency_of", "session_messages"]
+__all__ = ["RULES_VERSION", "FlowJudge", "ViewHolds", "frequency_of", "session_messages"]

@@ -19,6 +19,7 @@ from ...text.facts import (
     KV_LINE,
     Fact,
     LineIndex,
+    RawPieces,
     Weights,
     facts_of,
     gram_set,
@@ -26,8 +27,10 @@ from ...text.facts import (
     index_of,
     json_pairs,
     key_words,
+    piece_spans,
     pieces,
     shape_floor,
+    spanned_text,
     token_set,
     tokens,
     unnumbered,
@@ -136,6 +139,13 @@ class Source:
     #: once a message whose facts are all found has been looked into for many tokens
     _with: dict[str, list[Fact]] = field(default_factory=dict, init=False, repr=False)
     _by_token: dict[str, list[Fact]] | None = field(default=None, init=False, repr=False)
+    _raw: RawPieces | None = field(default=None, init=False, repr=False)
+
+    def raw_pieces(self) -> RawPieces:
+        """Its text's pieces with their places, where copies from it are looked up."""
+        if self._raw is None:
+            self._raw = RawPieces.of(self.text)
+        return self._raw
 
     def with_token(self, t: str) -> list[Fact]:
         """Its facts that hold token ``t``, in order: found by a pass over the facts (or a
@@ -280,6 +290,7 @@ class Said:
     _weighed_by: Weights | None = None
     _token_at: dict[str, list[int]] | None = None
     _gram_at: dict[str, list[int]] | None = None
+    _spans: list[tuple[int, int]] | None = None
     #: the fields of each source it names by key and value together: the same in every case
     #: whose prefix holds the source
     named: ByObject[Source, list[Fact]] = field(default_factory=ByObject)
@@ -301,6 +312,12 @@ class Said:
         if self._token_at is None:
             self._token_at = places(self.seq)
         return self._token_at
+
+    def shown(self, start: int, stop: int) -> str:
+        """``piece_text`` of its text, the pieces' places found once."""
+        if self._spans is None:
+            self._spans = piece_spans(self.text)
+        return spanned_text(self.text, self._spans, start, stop)
 
     def gram_at(self) -> dict[str, list[int]]:
         if self._gram_at is None:

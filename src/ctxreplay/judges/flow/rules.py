@@ -40,8 +40,6 @@ from ...text.facts import (
     Fact,
     Weights,
     copied_spans,
-    piece_text,
-    raw_of_pieces,
     shape_floor,
     squash,
     token_set,
@@ -61,7 +59,7 @@ class Use:
     how: str  # key | tokens | whole | error | copy | rule | state
     evidence: str
     #: the tokens that made it used: where the view still holds them under the same key, or in
-    #: a user's or the agent's own message, the future still has them (``judge.elsewhere``)
+    #: a user's or the agent's own message, the future still has them (``judge.ViewHolds``)
     evidence_tokens: frozenset[str] = frozenset()
 
 
@@ -373,8 +371,8 @@ def copied_span(case: Case, m: Message, said: Said) -> None:
         if sum(w(t) for t in span_tokens if case.local(t)) < enough:
             continue
         # probed as the source holds it (a listing's line numbers and all), shown as written
-        raw = raw_of_pieces(info.text, said.said[start:stop]) if info.text else None
-        shown = piece_text(said.text, start, stop)
+        raw = info.raw_pieces().find(said.said[start:stop]) if info.text else None
+        shown = said.shown(start, stop)
         fact = Fact("copy", span, (squash(raw or span),), span_tokens, shown=shown)
         case.use(i, fact, m, "copy", shown[:80])
 
