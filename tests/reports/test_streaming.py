@@ -1,5 +1,5 @@
-"""A report reads its run policy by policy (``report.PolicyPass``) so its memory does not grow
-with the run: every table must still be the one the whole run's frames give
+"""A report reads its run through per-session aggregates (``aggregates.RunTables``) so its
+memory does not grow with the run: every table must still be the one the whole run's frames give
 (``tables.*_table`` over every row at once), chunked loss summaries must equal whole ones, and
 the verdicts read must follow ``read_verdicts``' rule of one verdict per (judge, policy, case).
 """

@@ -1,8 +1,8 @@
 """A report's tables from per-session aggregates: DuckDB over the run's parts.
 
-``RunTables`` joins a run's figures with one judge's verdicts (the first of each (judge,
-policy, case) in ``read_verdicts``' order) and its archive costs inside DuckDB, which spills to
-disk past its memory limit; what comes back to Python is one row per (policy, session) for the
+``RunTables`` joins, one policy at a time, a run's figures with one judge's verdicts (the first
+of each (judge, policy, case) in ``read_verdicts``' order) and its archive costs inside DuckDB,
+which spills to disk past its memory limit; what comes back to Python is one row per (policy, session) for the
 session-cluster bootstraps and the paired tests, one per policy for the counts and sums, and
 per-(judge, policy, label) counts for the judges' agreement — never one row per view. Every
 table is the one ``tables.*_table`` gives over the whole run's rows: the counts, intervals and
@@ -117,11 +117,19 @@ class RunTables:
 
     # --- the run's parts as DuckDB tables -----------------------------------------------
 
-    def _scan(self, name: str, schema: pa.Schema, files: Sequence[Path], order: bool) -> None:
+    def _scan(
+        self,
+        name: str,
+        schema: pa.Schema,
+        files: Sequence[Path],
+        order: bool,
+        groups: dict[frozenset[str], list[Path]] | None = None,
+    ) -> None:
         """View ``name``: ``files`` read with ``schema``'s columns (a column a part lacks reads
         as null), with each file's place in ``files`` (``fidx``) and, with ``order``, each
-        row's in its file. Parts are read in groups of the same columns: DuckDB's
-        ``union_by_name`` would open every part's footer at once (180 MB for 1,910 parts)."""
+        row's in its file. Parts are read in groups of the same columns (``groups``: found
+        already, ``_by_columns``): DuckDB's ``union_by_name`` would open every part's footer at
+        once (180 MB for 1,910 parts)."""
         self.con.register(f"{name}_schema", schema.empty_table())
         typed = (
             f"SELECT *, NULL::BIGINT AS fidx, NULL::BIGINT AS file_row_number FROM {name}_schema"
@@ -129,7 +137,7 @@ class RunTables:
         index = pa.table({"filename": [str(p) for p in files], "fidx": list(range(len(files)))})
         self.con.register(f"{name}_files", index)
         selects = [typed]
-        for columns, group in _by_columns(files).items():
+        for columns, group in (groups if groups is not None else _by_columns(files)).items():
             listed = ", ".join(_quote(str(p)) for p in group)
             wanted = ", ".join(f'"{c}"' for c in schema.names if c in columns)
             scan = f"read_parquet([{listed}], filename = true, file_row_number = {order})"
@@ -151,8 +159,9 @@ class RunTables:
         holds follows the largest policy, not the run), keeping what every table needs of it."""
         r = self.run
         parts = verdict_parts(r.path)
-        self._scan("verd", _only(VERDICTS, VERDICT_COLUMNS), parts, order=True)
-        self._scan("lv", _only(VERDICTS, LOSS_COLUMNS), parts, order=True)
+        groups = _by_columns(parts)  # their footers read once for both views
+        self._scan("verd", _only(VERDICTS, VERDICT_COLUMNS), parts, True, groups)
+        self._scan("lv", _only(VERDICTS, LOSS_COLUMNS), parts, True, groups)
         self.con.execute(
             "CREATE TEMP TABLE scored (policy VARCHAR, case_id VARCHAR, session_id VARCHAR, "
             "ok BOOLEAN)"

@@ -1,8 +1,8 @@
 """A run's report built as data: its run folder and one judge's verdicts read into a ``ReportData``.
 
-``build_report_data(run)`` reads the run policy by policy (``PolicyPass``) and renders nothing:
-the renderers (``render``) format what it returns, and ``report.build_report`` gives the same
-data with its renderings as methods.
+``build_report_data(run)`` reads the run through DuckDB (``aggregates.RunTables``) and renders
+nothing: the renderers (``render``) format what it returns, and ``report.build_report`` gives
+the same data with its renderings as methods.
 """
 
 from __future__ import annotations
@@ -132,9 +132,9 @@ def build_report_data(
     the judge's calibration from elsewhere (a labelled set judged by the same judge) instead of
     the one the run holds; it corrects the no-impact table for the judge's error.
 
-    The run is read policy by policy (``PolicyPass``): one policy's figures, verdicts and losses
-    at a time, of which the report keeps each table's rows and the counts the others need, so
-    its memory does not grow with the run (a sweep's frontier still reads the whole run).
+    The run is read by DuckDB over its parts, one policy at a time (``aggregates.RunTables``):
+    Python holds per-session and per-policy aggregates, never one row per view (a sweep's
+    frontier still reads the whole run).
     """
     run = as_run(run_path)
     sweep = sweep_of(run.manifest)
