@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 from ..datasets.messages import Part
 from ..replay.context import PrefixContext
 from ..replay.objects import ContextObject, ObjectIndex, latest_user_message
 from ..replay.plan import Edit
+
+T = TypeVar("T")
 
 #: OpenCode's prune, OpenClaw's hard-clear and Claude Code's microcompact all use this text.
 CLEARED = "[Old tool result content cleared]"
@@ -228,27 +231,27 @@ def locators(text: str) -> list[str]:
     return list(seen)
 
 
+def _memo(ctx: PrefixContext, key: tuple[Any, ...], make: Callable[[], T]) -> T:
+    """What ``make`` finds, kept for the session in ``ctx.memo`` under ``key`` (which names
+    the part it was found in, so it holds for every case that has that part)."""
+    if key not in ctx.memo:
+        ctx.memo[key] = make()
+    return cast(T, ctx.memo[key])
+
+
 def result_is_log_like(
     ctx: PrefixContext, obj: ContextObject, min_lines: int, ratio: float
 ) -> bool:
-    """``is_log_like`` of a result's body, found once per session (``ctx.memo``, by the part
-    and the thresholds)."""
+    """``is_log_like`` of a result's body, found once per session and thresholds."""
     part = result_part(ctx, obj)
     key = ("log_like", part, min_lines, ratio)
-    found: bool | None = ctx.memo.get(key)
-    if found is None:
-        found = ctx.memo[key] = is_log_like(part.content or "", min_lines, ratio)
-    return found
+    return _memo(ctx, key, lambda: is_log_like(part.content or "", min_lines, ratio))
 
 
 def result_locators(ctx: PrefixContext, obj: ContextObject) -> list[str]:
-    """``locators`` of a result's body, found once per session (``ctx.memo``, by the part)."""
+    """``locators`` of a result's body, found once per session."""
     part = result_part(ctx, obj)
-    key = ("locators", part)
-    found: list[str] | None = ctx.memo.get(key)
-    if found is None:
-        found = ctx.memo[key] = locators(part.content or "")
-    return found
+    return _memo(ctx, ("locators", part), lambda: locators(part.content or ""))
 
 
 def unique_locators(ctx: PrefixContext, obj: ContextObject) -> list[str]:

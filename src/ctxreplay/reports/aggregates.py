@@ -247,6 +247,8 @@ class RunTables:
         if not self._one("SELECT count(*) FROM o"):
             return
         self.policies.append(label)
+        if self.judge is not None:  # its losses, read once for the counts and the examples
+            con.execute(f"CREATE OR REPLACE TEMP TABLE lost AS {self._lost()}")
         con.execute(
             f"INSERT INTO scored SELECT policy, case_id, session_id, label = 'no_impact' "
             f"FROM o WHERE {SCORED}"
@@ -264,7 +266,7 @@ class RunTables:
             "failures": FAILURES,
             "commits": COMMITS,
             **(
-                {"losses": LOSS_COUNTS.format(lost=self._lost()), "examples": self._ranked()}
+                {"losses": LOSS_COUNTS, "examples": self._ranked()}
                 if self.judge is not None
                 else {}
             ),
@@ -491,7 +493,7 @@ class RunTables:
         (one per (policy, category, case)): all ``pick_examples`` can take of it."""
         return f"""
             WITH firsts AS (
-                SELECT * FROM ({self._lost()}) QUALIFY row_number() OVER (
+                SELECT * FROM lost QUALIFY row_number() OVER (
                     PARTITION BY policy, category, case_id
                     ORDER BY need_seq NULLS LAST, anchor NULLS LAST, pos) = 1
             ), s AS (
@@ -612,7 +614,7 @@ COMMITS = (
 )
 LOSS_COUNTS = (
     "SELECT policy, category, count(DISTINCT case_id)::BIGINT AS cases, "
-    "count(*)::BIGINT AS losses FROM ({lost}) GROUP BY policy, category"
+    "count(*)::BIGINT AS losses FROM lost GROUP BY policy, category"
 )
 
 
